@@ -1,0 +1,40 @@
+"""Helper library for the course *PyTorch autograd, inside out*.
+
+Every notebook starts with::
+
+    import autograd_helpers as ah
+    ah.setup_notebook()
+
+Submodules are imported on first use (``ah.checks``, ``ah.graph``, ...), so that
+``import autograd_helpers`` stays cheap on top of ``import torch`` and matplotlib
+or ipywidgets load only in the notebooks that draw or interact.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from autograd_helpers.notebook import setup_notebook, show_source
+
+if TYPE_CHECKING:
+    from autograd_helpers import checks as checks
+    from autograd_helpers import environment as environment
+    from autograd_helpers import graph as graph
+
+__version__ = "0.1.0"
+
+_SUBMODULES = {"checks", "environment", "graph"}
+
+__all__ = ["__version__", "setup_notebook", "show_source", *sorted(_SUBMODULES)]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy submodules (PEP 562): `ah.checks` imports autograd_helpers.checks on first access.
+    if name in _SUBMODULES:
+        return importlib.import_module(f"autograd_helpers.{name}")
+    raise AttributeError(f"module 'autograd_helpers' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,78 @@
+"""autograd_helpers.notebook: setup_notebook makes runs reproducible; show_source prints code."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import autograd_helpers as ah
+
+
+def _draws() -> tuple[float, float, float]:
+    return random.random(), float(np.random.rand()), torch.rand(()).item()
+
+
+def test_same_seed_same_draws_from_every_generator():
+    ah.setup_notebook(seed=3)
+    first = _draws()
+    ah.setup_notebook(seed=3)
+    assert _draws() == first
+    ah.setup_notebook(seed=4)
+    assert _draws() != first
+
+
+def test_print_options_and_threads():
+    ah.setup_notebook(precision=2, threads=1)
+    assert str(torch.tensor([1 / 3])) == "tensor([0.33])"
+    assert torch.get_num_threads() == 1
+    ah.setup_notebook()
+    assert str(torch.tensor([1 / 3])) == "tensor([0.3333])"
+
+
+def test_warnings_print_without_paths(monkeypatch):
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # restored after
+    ah.setup_notebook()
+    text = warnings.formatwarning("careful", UserWarning, "/some/machine/path.py", 3)
+    assert text == "UserWarning: careful\n"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"seed": -1}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"seed": True}, "seed"),
+        ({"precision": 17}, "precision"),
+        ({"threads": 0}, "threads"),
+    ],
+)
+def test_bad_arguments_name_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        ah.setup_notebook(**kwargs)
+
+
+def test_show_source(capsys):
+    ah.show_source(ah.setup_notebook)
+    assert capsys.readouterr().out.startswith("def setup_notebook(")
+    with pytest.raises(TypeError, match="obj"):
+        ah.show_source(42)
+
+
+def test_import_is_lazy_about_heavy_optional_modules():
+    code = (
+        "import sys, autograd_helpers\n"
+        "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        _ = ah.no_such_thing

@@ -1,0 +1,68 @@
+"""One pinned stack: pyproject.toml is the source, environment.yml and pre-commit repeat it."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==(\S+)$")
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def _pyproject_pins(*groups: str) -> dict[str, str]:
+    project = _pyproject()["project"]
+    requirements = list(project["dependencies"])
+    for group in groups:
+        requirements += project["optional-dependencies"][group]
+    pins = {}
+    for requirement in requirements:
+        match = PIN.match(requirement)
+        assert match, f"pyproject.toml: {requirement!r} is not pinned with =="
+        pins[match.group(1).lower()] = match.group(2)
+    return pins
+
+
+def _environment_yml() -> tuple[list, list[str]]:
+    env = yaml.safe_load((REPO / "environment.yml").read_text())
+    deps = env["dependencies"]
+    pip_section = next(d["pip"] for d in deps if isinstance(d, dict))
+    return deps, pip_section
+
+
+def test_every_requirement_is_pinned_exactly():
+    _pyproject_pins("lab", "test", "dev")  # asserts inside
+
+
+def test_torch_is_the_cpu_build_version():
+    assert _pyproject_pins()["torch"] == "2.13.0"
+
+
+def test_environment_yml_repeats_the_runtime_and_lab_pins():
+    _, pip_section = _environment_yml()
+    env_pins = {}
+    for line in pip_section:
+        match = PIN.match(line)
+        if match:
+            env_pins[match.group(1).lower()] = match.group(2)
+    assert env_pins == _pyproject_pins("lab")
+
+
+def test_environment_yml_installs_the_package_and_python_311():
+    deps, pip_section = _environment_yml()
+    assert "-e ." in pip_section
+    assert "python=3.11" in deps
+    assert _pyproject()["project"]["requires-python"] == ">=3.11"
+
+
+def test_pre_commit_uses_the_pinned_ruff():
+    config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text())
+    revs = {repo["repo"]: repo.get("rev") for repo in config["repos"]}
+    ruff_rev = next(rev for url, rev in revs.items() if "ruff-pre-commit" in url)
+    assert ruff_rev == "v" + _pyproject_pins("test")["ruff"]
