@@ -1,0 +1,84 @@
+"""The result every checker returns: a verdict, a one-line title and a few lines of detail.
+
+Introduced in ``00_start_here.ipynb``. A :class:`CheckResult` is a plain value that tests
+can assert on (``.passed``, ``.status``, ``.message``) and that displays itself in Jupyter
+as a coloured box (HTML) or, elsewhere, as plain text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["CheckResult", "Status"]
+
+Status = Literal["passed", "failed", "not implemented"]
+
+_ICON = {"passed": "✅", "failed": "❌", "not implemented": "📝"}
+_COLOUR = {"passed": "#1a7f37", "failed": "#cf222e", "not implemented": "#9a6700"}
+
+
+def _html_line(text: str) -> str:
+    # `code` spans, as the plain-text message writes them, become <code> elements.
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """A checker's verdict on one exercise.
+
+    Attributes:
+        status: ``"passed"``, ``"failed"`` or ``"not implemented"`` (the stub is untouched).
+        title: one sentence, e.g. ``"MySigmoid: the gradient for x is off."``.
+        details: further lines: where, by how much, a hint.
+
+    Example::
+
+        >>> result = CheckResult("failed", "Cube: the gradient for x is off.", ("Hint: ...",))
+        >>> result.passed
+        False
+        >>> print(result.message)
+        ❌ Cube: the gradient for x is off.
+           Hint: ...
+    """
+
+    status: Status
+    title: str
+    details: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.status not in _ICON:
+            raise ValueError(
+                f"CheckResult(): status must be one of {sorted(_ICON)}, got {self.status!r}"
+            )
+
+    @property
+    def passed(self) -> bool:
+        """True only when the check passed."""
+        return self.status == "passed"
+
+    @property
+    def message(self) -> str:
+        """The full feedback as plain text: an icon and the title, then indented details."""
+        lines = [f"{_ICON[self.status]} {self.title}"]
+        for detail in self.details:
+            lines += ["   " + line for line in detail.splitlines()]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.message
+
+    def _repr_html_(self) -> str:
+        colour = _COLOUR[self.status]
+        body = "".join(
+            f"<div style='margin-left:1.6em'>{_html_line(line)}</div>"
+            for detail in self.details
+            for line in detail.splitlines()
+        )
+        return (
+            f"<div style='border-left:4px solid {colour};padding:4px 10px;"
+            "white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace)'>"
+            f"<div><b>{_ICON[self.status]} {_html_line(self.title)}</b></div>{body}</div>"
+        )

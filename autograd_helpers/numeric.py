@@ -1,0 +1,140 @@
+"""Numbers for the checkers: finite-difference gradients and "how far off, and where".
+
+Used by :mod:`autograd_helpers.checks`; chapter 03 (gradcheck) explains the method. The
+gradient of a scalar :math:`L = \\langle v, f(x) \\rangle` (``v`` is the ``grad_output``) is
+estimated one element at a time with central differences,
+
+.. math:: \\frac{\\partial L}{\\partial x_j} \\approx
+          \\frac{L(x + \\varepsilon e_j) - L(x - \\varepsilon e_j)}{2\\varepsilon},
+
+which in float64 with :math:`\\varepsilon = 10^{-6}` is accurate to about :math:`10^{-9}` for
+smooth functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+__all__ = ["Mismatch", "finite_difference_vjp", "first_mismatch", "format_number"]
+
+
+def format_number(value: float) -> str:
+    """Four significant digits, the same on every machine (``-0`` prints as ``0``)."""
+    text = f"{value:.4g}"
+    return "0" if text == "-0" else text
+
+
+def _index(flat_index: int, shape: torch.Size) -> str:
+    if not shape:
+        return ""
+    coords = []
+    for size in reversed(shape):
+        coords.append(flat_index % size)
+        flat_index //= size
+    return "[" + ", ".join(str(c) for c in reversed(coords)) + "]"
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """The worst element where ``got`` and ``expected`` differ beyond the tolerance."""
+
+    index: str  # "[1, 2]", or "" for a scalar
+    got: float
+    expected: float
+    count: int  # how many elements are off
+    numel: int
+
+    def describe(self, name: str, got_label: str, expected_label: str) -> str:
+        """One line: ``worst element `x[3]`: yours 1.5, finite differences 0.5 (off by 1)``."""
+        off_by = format_number(abs(self.got - self.expected))
+        many = "" if self.count == 1 else f" ({self.count} of {self.numel} elements are off)"
+        element = f"`{name}{self.index}`" if name else (self.index or "the value")
+        head = "worst element " if self.numel > 1 else ""
+        return (
+            f"{head}{element}: {got_label} {format_number(self.got)}, "
+            f"{expected_label} {format_number(self.expected)} (off by {off_by}){many}"
+        )
+
+
+def first_mismatch(got: Tensor, expected: Tensor, *, atol: float, rtol: float) -> Mismatch | None:
+    """Compare like :func:`torch.allclose` (NaNs equal where both are NaN); report the worst.
+
+    Both tensors must have the same shape. Returns ``None`` when every element is close.
+    """
+    got64, expected64 = got.detach().double().cpu(), expected.detach().double().cpu()
+    both_nan = got64.isnan() & expected64.isnan()
+    same_inf = got64.isinf() & (got64 == expected64)
+    error = (got64 - expected64).abs()
+    allowed = atol + rtol * expected64.abs()
+    bad = ~(both_nan | same_inf) & ~(error <= allowed)  # NaN errors count as bad
+    if not bool(bad.any()):
+        return None
+    # The worst element is the one furthest beyond its tolerance; a NaN is worst of all.
+    badness = torch.where(bad, (error / allowed).nan_to_num(nan=float("inf")), -1.0)
+    worst = int(badness.reshape(-1).argmax())
+    return Mismatch(
+        index=_index(worst, got.shape),
+        got=float(got64.reshape(-1)[worst]),
+        expected=float(expected64.reshape(-1)[worst]),
+        count=int(bad.sum()),
+        numel=got.numel(),
+    )
+
+
+def finite_difference_vjp(
+    function: Callable[..., object],
+    inputs: Sequence[object],
+    grad_outputs: Sequence[Tensor],
+    wrt: Sequence[int],
+    *,
+    eps: float,
+) -> list[Tensor]:
+    """Estimate :math:`v^\\top J` of ``function`` at ``inputs``, for each input index in ``wrt``.
+
+    ``function(*inputs)`` must return a tensor or a tuple of tensors shaped like
+    ``grad_outputs``. It is called twice per element of every input in ``wrt``, under
+    :func:`torch.no_grad`, on copies: ``inputs`` are not changed.
+
+    Example::
+
+        >>> x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+        >>> ones = torch.ones(2, dtype=x.dtype)
+        >>> finite_difference_vjp(lambda x: x**2, [x], [ones], [0], eps=1e-6)
+        [tensor([2.0000, 4.0000], dtype=torch.float64)]
+    """
+
+    def weighted_sum(args: list[object]) -> float:
+        outputs = function(*args)
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        total = 0.0
+        for out, weight in zip(outputs, grad_outputs, strict=True):
+            if not isinstance(out, Tensor):
+                raise TypeError(f"expected a tensor output, got {type(out).__name__}")
+            total += float((out.detach().double() * weight.double()).sum())
+        return total
+
+    estimates = []
+    with torch.no_grad():
+        base = [
+            x.detach().clone(memory_format=torch.contiguous_format) if isinstance(x, Tensor) else x
+            for x in inputs
+        ]
+        for i in wrt:
+            x = base[i]
+            assert isinstance(x, Tensor)
+            flat = x.view(-1)  # contiguous, so writing into the view moves x
+            estimate = torch.zeros(x.numel(), dtype=torch.float64)
+            for j in range(x.numel()):
+                original = float(flat[j])
+                flat[j] = original + eps
+                plus = weighted_sum(base)
+                flat[j] = original - eps
+                minus = weighted_sum(base)
+                flat[j] = original
+                estimate[j] = (plus - minus) / (2 * eps)
+            estimates.append(estimate.reshape(x.shape).to(x.dtype))
+    return estimates

@@ -1,0 +1,215 @@
+"""Run a learner's code so that no mistake in it can crash or hang a checker.
+
+Used by :mod:`autograd_helpers.checks`. :func:`run_learner_code` calls a function and returns
+what happened (its value, or the exception with the learner's own line) instead of raising.
+While learner code runs:
+
+- what it prints is captured, up to a limit (a print in a loop cannot flood the notebook);
+- a ``backward()`` (or ``autograd.grad``) nested inside a backward is counted and stopped at
+  :data:`MAX_NESTED_BACKWARD` levels. Calling ``output.backward()`` inside a custom
+  ``backward`` otherwise recurses without end: the engine moves to new threads past about 60
+  levels and memory grows, with no clean error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import linecache
+import sys
+import sysconfig
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = [
+    "MAX_NESTED_BACKWARD",
+    "LearnerError",
+    "Outcome",
+    "OutputLimitError",
+    "run_learner_code",
+]
+
+MAX_NESTED_BACKWARD = 16
+OUTPUT_LIMIT = 100_000  # characters a learner's code may print during one check
+
+# Frames from these folders are library code; any other frame is the learner's.
+_LIBRARY_DIRS = tuple(
+    str(Path(folder).resolve())
+    for folder in (
+        str(Path(torch.__file__).parent),
+        str(Path(__file__).parent),
+        sysconfig.get_paths()["stdlib"],
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+    )
+)
+
+
+class OutputLimitError(Exception):
+    """Raised inside learner code that prints more than :data:`OUTPUT_LIMIT` characters."""
+
+
+class NestedBackwardError(RecursionError):
+    """Raised when backward passes nest deeper than :data:`MAX_NESTED_BACKWARD`."""
+
+
+@dataclass(frozen=True)
+class LearnerError:
+    """An exception raised while learner code ran, located in the learner's own code.
+
+    ``where`` is ``"in backward, line 9: return grad * 3 * x**2"`` when a frame of the
+    learner's code is on the traceback, else ``""``.
+    """
+
+    exception: BaseException
+    where: str
+
+    @property
+    def is_stub(self) -> bool:
+        """True for an exercise's ``raise NotImplementedError``, written in the learner's code.
+
+        A ``NotImplementedError`` from inside torch (an op a device lacks) is a real error.
+        """
+        if not isinstance(self.exception, NotImplementedError):
+            return False
+        frames = traceback.extract_tb(self.exception.__traceback__)
+        if not frames or not _is_learner_file(frames[-1].filename):
+            return False
+        last = frames[-1]
+        line = last.line or linecache.getline(last.filename, last.lineno or 0)
+        return line.lstrip().startswith("raise")
+
+    def describe(self) -> str:
+        """``"TypeError: message"``, one line, long messages cut."""
+        exc = self.exception
+        if isinstance(exc, OutputLimitError):
+            return str(exc)
+        if isinstance(exc, RecursionError):
+            return f"{type(exc).__name__}: {_first_line(str(exc))}"
+        text = _first_line(str(exc))
+        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What :func:`run_learner_code` saw: ``value`` if the call returned, else ``error``."""
+
+    value: Any = None
+    error: LearnerError | None = None
+    printed: str = ""
+
+
+def _is_learner_file(filename: str) -> bool:
+    if filename.startswith("<") and not filename.startswith("<ipython-input"):
+        return False  # <frozen ...>, <string> and similar are not the learner's cells
+    try:
+        resolved = str(Path(filename).resolve())
+    except OSError:
+        return False
+    return not resolved.startswith(_LIBRARY_DIRS)
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def locate(exception: BaseException) -> str:
+    """Describe the innermost frame of learner code in ``exception``'s traceback."""
+    for frame in reversed(traceback.extract_tb(exception.__traceback__)):
+        if _is_learner_file(frame.filename):
+            line = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
+            where = f"in {frame.name}, line {frame.lineno}"
+            return f"{where}: {line}" if line else where
+    return ""
+
+
+class _CappedText(io.StringIO):
+    """A text stream that raises :class:`OutputLimitError` once ``limit`` is passed."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.size = 0
+
+    def write(self, text: str) -> int:
+        self.size += len(text)
+        if self.size > self.limit:
+            raise OutputLimitError(
+                f"your code printed more than {self.limit:,} characters, so the checker "
+                "stopped it; remove the print (or print less) and run the check again"
+            )
+        return super().write(text)
+
+
+_depth = 0  # backward passes currently running, counted by the guard below
+
+
+@contextlib.contextmanager
+def _nested_backward_guard() -> Iterator[None]:
+    """Count nested ``torch.autograd.backward``/``grad`` calls and stop them when too deep."""
+    original_backward, original_grad = torch.autograd.backward, torch.autograd.grad
+
+    def counted(function: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            global _depth
+            if _depth >= MAX_NESTED_BACKWARD:
+                raise NestedBackwardError(
+                    f"backward passes nested {MAX_NESTED_BACKWARD} deep: does your backward "
+                    "call .backward() (or autograd.grad) on an output? That starts a new "
+                    "backward pass, which calls your backward again, without end"
+                )
+            _depth += 1
+            try:
+                return function(*args, **kwargs)
+            finally:
+                _depth -= 1
+
+        return wrapper
+
+    # Tensor.backward() looks torch.autograd.backward up on each call, so this catches both.
+    torch.autograd.backward = counted(original_backward)
+    torch.autograd.grad = counted(original_grad)
+    try:
+        yield
+    finally:
+        torch.autograd.backward, torch.autograd.grad = original_backward, original_grad
+
+
+def run_learner_code(
+    function: Callable[..., Any], *args: Any, output_limit: int = OUTPUT_LIMIT, **kwargs: Any
+) -> Outcome:
+    """Call ``function(*args, **kwargs)``, returning an :class:`Outcome` instead of raising.
+
+    Whatever the call prints (stdout and stderr) is captured into ``Outcome.printed``. Any
+    ``Exception`` (a ``RecursionError`` included) becomes ``Outcome.error``; ``KeyboardInterrupt``
+    and ``SystemExit`` still propagate so that the learner can stop a cell.
+
+    Args:
+        function: the learner's code to call.
+        output_limit: characters the call may print before it is stopped.
+
+    Example::
+
+        >>> outcome = run_learner_code(lambda: 1 / 0)
+        >>> outcome.error.describe()
+        'ZeroDivisionError: division by zero'
+    """
+    stream = _CappedText(output_limit)
+    try:
+        with (
+            _nested_backward_guard(),
+            contextlib.redirect_stdout(stream),
+            contextlib.redirect_stderr(stream),
+        ):
+            value = function(*args, **kwargs)
+    except Exception as exc:
+        return Outcome(error=LearnerError(exc, locate(exc)), printed=stream.getvalue())
+    finally:
+        sys.stdout.flush()
+    return Outcome(value=value, printed=stream.getvalue())

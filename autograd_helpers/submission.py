@@ -1,0 +1,98 @@
+"""What did the learner hand in? Recognise it, name its inputs, and watch its backward.
+
+Used by :func:`autograd_helpers.checks.check_function`. Learners hand in a
+``torch.autograd.Function`` subclass, a plain function, or one of the near misses that this
+module recognises and explains: an instance instead of the class, a class that forgot to
+subclass ``Function``, a Function without ``backward``, the untouched ``...`` of a stub.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from torch.autograd import Function
+
+from autograd_helpers.feedback import CheckResult
+
+__all__ = ["argument_names", "diagnose", "entry_points", "spy"]
+
+
+def _fail(label: str, title: str, *details: str) -> CheckResult:
+    return CheckResult("failed", f"{label}: {title}", details)
+
+
+def diagnose(fn: object, label: str) -> CheckResult | None:
+    """Explain why ``fn`` cannot be checked at all, or return ``None`` when it can."""
+    if fn is Ellipsis:
+        return CheckResult(
+            "not implemented",
+            f"{label}: not implemented yet.",
+            ("Replace the `...` with your code.",),
+        )
+    if fn is None:
+        return _fail(label, "got None instead of a Function or a function.")
+    if isinstance(fn, type) and issubclass(fn, Function):
+        if fn.forward is Function.forward:
+            return _fail(label, "it has no `forward`; define `def forward(ctx, ...)`.")
+        if fn.backward is Function.backward and fn.vjp is Function.vjp:
+            return _fail(label, "it has no `backward`; define `def backward(ctx, grad_output)`.")
+        return None
+    if isinstance(fn, Function):
+        return _fail(label, f"pass the class `{label}` itself, not an instance `{label}()`.")
+    if isinstance(fn, type):
+        if hasattr(fn, "forward") and hasattr(fn, "backward"):
+            return _fail(
+                label,
+                "it is not a subclass of `torch.autograd.Function`.",
+                f"Write `class {label}(torch.autograd.Function):`.",
+            )
+        return _fail(
+            label, "it is a class; pass a `torch.autograd.Function` subclass or a function."
+        )
+    if not callable(fn):
+        return _fail(label, f"expected a Function subclass or a function, got {type(fn).__name__}.")
+    return None
+
+
+def argument_names(fn: object, count: int) -> list[str]:
+    names = [f"input {i}" for i in range(count)]
+    target = fn.forward if isinstance(fn, type) and issubclass(fn, Function) else fn
+    try:
+        params = list(inspect.signature(target).parameters.values())  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return names
+    modern = isinstance(fn, type) and fn.setup_context is not Function.setup_context  # type: ignore[attr-defined]
+    if isinstance(fn, type) and not modern and params:
+        params = params[1:]  # the classic forward(ctx, ...) receives ctx first
+    for i, param in enumerate(params[:count]):
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            names[i] = param.name
+    return names
+
+
+def spy(fn: type[Function], record: list[object]) -> type[Function]:
+    """A subclass of ``fn`` whose backward also records what ``fn``'s backward returned.
+
+    The engine silently casts a gradient's dtype and turns other mistakes into terse errors;
+    the raw return value lets the checker say exactly what was wrong.
+    """
+    overrides_vjp = fn.backward is Function.backward and fn.vjp is not Function.vjp
+    method = "vjp" if overrides_vjp else "backward"
+    original = getattr(fn, method)
+
+    def recording(ctx: Any, *grad_outputs: Any) -> Any:
+        result = original(ctx, *grad_outputs)
+        record.append(result)
+        return result
+
+    return type(fn.__name__, (fn,), {method: staticmethod(recording)})
+
+
+def entry_points(fn: object, record: list[object]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``(call, plain_call)``: ``call`` records backward's raw return (Functions only)."""
+    if isinstance(fn, type) and issubclass(fn, Function):
+        return spy(fn, record).apply, fn.apply
+    assert callable(fn)
+    return fn, fn

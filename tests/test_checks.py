@@ -1,0 +1,463 @@
+"""autograd_helpers.checks: every kind of learner mistake gets its own plain-words verdict.
+
+Each broken Function below is a variant of a correct ``Cube`` with one mistake, so a test
+fails only if the checker misses (or mislabels) exactly that mistake.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from torch.autograd import Function
+from torch.autograd.function import once_differentiable
+
+from autograd_helpers.checks import check_function, check_tensor
+from autograd_helpers.feedback import CheckResult
+
+
+class Cube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * 3 * x**2
+
+
+def cube(x):
+    return x**3
+
+
+def variant(**methods):
+    """Cube with some methods replaced (each given as a plain function)."""
+    return type("Cube", (Cube,), {k: staticmethod(v) for k, v in methods.items()})
+
+
+def saved(ctx):
+    return ctx.saved_tensors[0]
+
+
+X = torch.linspace(-1.5, 1.3, 5)
+
+
+def check(fn, *inputs, **options):
+    result = check_function(fn, *(inputs or (X,)), **options)
+    assert isinstance(result, CheckResult)
+    return result
+
+
+def assert_fails(result, *phrases):
+    assert result.status == "failed", result.message
+    assert not result.passed
+    for phrase in phrases:
+        assert phrase in result.message, result.message
+
+
+# --- correct code passes -----------------------------------------------------------------------
+
+
+def test_a_correct_function_passes_against_reference_and_finite_differences():
+    result = check(Cube, reference=cube)
+    assert result.passed, result.message
+    assert "matches the reference's gradient and finite differences (float64)" in result.message
+
+
+def test_a_correct_function_passes_without_reference():
+    result = check(Cube)
+    assert result.passed and "matches finite differences" in result.message
+
+
+def test_a_plain_callable_is_checked_through_autograd():
+    assert check(torch.sin, reference=torch.sin).passed
+
+
+def test_a_modern_form_once_differentiable_function_passes():
+    class Exp(Function):
+        @staticmethod
+        def forward(x):
+            return x.exp()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(output)
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, grad_output):
+            return grad_output * ctx.saved_tensors[0]
+
+    assert check(Exp, reference=torch.exp).passed
+
+
+def test_non_tensor_inputs_take_none_and_multiple_inputs_are_named():
+    class MulAdd(Function):
+        @staticmethod
+        def forward(ctx, x, y, c):
+            ctx.c = c
+            return x * c + y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * ctx.c, grad_output, None
+
+    result = check_function(MulAdd, X, X.flip(0), 2.5, reference=lambda x, y, c: x * c + y)
+    assert result.passed, result.message
+    assert "the gradient for `x`, `y` matches" in result.message
+
+
+def test_wrt_limits_the_inputs_that_need_a_gradient():
+    class OnlyX(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.needs = ctx.needs_input_grad
+            return x * y.detach()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            assert ctx.needs == (True, False)
+            return grad_output, None
+
+    assert check_function(OnlyX, X, torch.ones(5), wrt=[0], reference=lambda x, y: x * y).passed
+
+
+def test_a_straight_through_estimator_is_checked_against_grad_reference():
+    class RoundSTE(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.round()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output
+
+    assert check(RoundSTE, reference=torch.round, grad_reference=lambda x: x).passed
+    wrong = variant(forward=lambda ctx, x: x.round(), backward=lambda ctx, g: 2 * g)
+    assert_fails(check(wrong, grad_reference=lambda x: x), "compared with the expected gradient")
+
+
+# --- stubs -------------------------------------------------------------------------------------
+
+
+def test_an_untouched_stub_is_not_implemented_yet():
+    def stub(ctx, grad_output):
+        raise NotImplementedError("write backward")
+
+    result = check(variant(backward=stub))
+    assert result.status == "not implemented" and not result.passed
+    assert "not implemented yet" in result.message
+    assert "The stub is in stub, line" in result.message
+
+
+@pytest.mark.parametrize("value", [..., None])
+def test_an_ellipsis_or_none_instead_of_a_function(value):
+    result = check(value)
+    assert not result.passed
+    assert result.status == ("not implemented" if value is ... else "failed")
+    assert "your answer" in result.message
+
+
+def test_not_implemented_raised_inside_torch_is_an_error_not_a_stub():
+    def meta(ctx, x):
+        return torch.empty(5, device="meta").sin()
+
+    result = check(variant(forward=lambda ctx, x: meta(ctx, x).cpu()))
+    assert_fails(result, "forward raised an exception", "NotImplementedError")
+
+
+# --- exceptions --------------------------------------------------------------------------------
+
+
+def test_an_exception_in_forward_names_the_learners_line():
+    def forward(ctx, x):
+        return x @ torch.ones(3)  # shapes do not fit
+
+    result = check(variant(forward=forward))
+    assert_fails(result, "forward raised an exception", "RuntimeError", "in forward, line")
+    assert "return x @ torch.ones(3)" in result.message
+
+
+def test_an_exception_in_backward_names_the_learners_line():
+    def backward(ctx, grad_output):
+        _x, y = ctx.saved_tensors  # only one was saved
+        return grad_output * y
+
+    result = check(variant(backward=backward))
+    assert_fails(result, "backward raised an exception", "ValueError", "_x, y = ctx.saved_tensors")
+
+
+def test_backward_calling_backward_is_stopped_quickly():
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            Recursive.apply(x.detach().requires_grad_()).sum().backward()
+        return grad_output
+
+    Recursive = variant(backward=backward)
+    threads = threading.active_count()
+    result = check(Recursive)
+    assert_fails(result, "nested 16 deep", "call .backward()")
+    assert threading.active_count() == threads  # stopped before the engine spawns threads
+
+
+def test_infinite_recursion_in_forward():
+    def forward(ctx, x):
+        return Again.apply(x)
+
+    Again = variant(forward=forward)
+    assert_fails(check(Again), "RecursionError")
+
+
+def test_printing_too_much_is_stopped():
+    def forward(ctx, x):
+        while True:
+            print("debug " * 50)
+
+    result = check(variant(forward=forward))
+    assert_fails(result, "forward printed too much", "100,000 characters")
+    assert len(result.message) < 2000
+
+
+def test_a_little_printing_is_shown_not_lost():
+    def forward(ctx, x):
+        print("forward saw", tuple(x.shape))
+        ctx.save_for_backward(x)
+        return x**3
+
+    result = check(variant(forward=forward), reference=cube)
+    assert result.passed
+    assert "Your code printed:\n   forward saw (5,)" in result.message
+
+
+# --- what forward returns ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("forward", "phrase"),
+    [
+        (lambda ctx, x: (x**3).detach().numpy(), "returned a numpy.ndarray, not a torch.Tensor"),
+        (lambda ctx, x: [x**3], "forward returned a list"),
+        (lambda ctx, x: 3.0, "returned a float, not a torch.Tensor"),
+        (lambda ctx, x: (x**3, x), "tuple of 2 values, but one tensor is expected"),
+        (lambda ctx, x: x[:3] ** 3, "has shape (3,), expected (5,)"),
+        (lambda ctx, x: (x**3).float(), "has dtype torch.float32, expected torch.float64"),
+        (lambda ctx, x: x**2, "does not match the reference"),
+        (lambda ctx, x: x.log(), "contains nan (first at index [0])"),
+        (lambda ctx, x: 1 / (x - x), "contains inf"),
+        (lambda ctx, x: torch.empty(5, device="meta"), "on device `meta`"),
+        (lambda ctx, x: x.mul_(2), "changed its input `x` in place"),
+    ],
+    ids=[
+        "numpy",
+        "list",
+        "float",
+        "tuple",
+        "shape",
+        "dtype",
+        "values",
+        "nan",
+        "inf-nan",
+        "device",
+        "in-place",
+    ],
+)
+def test_forward_mistakes(forward, phrase):
+    assert_fails(check(variant(forward=forward), reference=cube), phrase)
+
+
+def test_a_graph_cut_in_a_plain_callable():
+    result = check(lambda x: torch.from_numpy(x.detach().numpy() ** 3), name="numpy_cube")
+    assert_fails(result, "numpy_cube: the output does not require grad", "cut the graph")
+
+
+# --- what backward returns ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("backward", "phrase"),
+    [
+        (lambda ctx, g: (g, g), "backward returned 2 gradients, but forward takes 1 input"),
+        (lambda ctx, g: [g], "backward returned a list"),
+        (lambda ctx, g: 1.0, "the gradient for `x` is a float, not a tensor"),
+        (lambda ctx, g: g[:3], "has shape (3,), but `x` has shape (5,)"),
+        (lambda ctx, g: (g * 3 * saved(ctx) ** 2).float(), "dtype torch.float32, but `x` is"),
+        (lambda ctx, g: g.to("meta"), "is on `meta`, not `cpu`"),
+        (lambda ctx, g: None, "backward returned None for `x`, which needs a gradient"),
+        (lambda ctx, g: g * float("nan"), "the gradient for `x` contains nan (first at `x[0]`)"),
+        (lambda ctx, g: g / (saved(ctx) - saved(ctx)), "contains"),
+    ],
+    ids=["count", "list", "float", "shape", "dtype", "device", "none", "nan", "inf"],
+)
+def test_backward_mistakes(backward, phrase):
+    assert_fails(check(variant(backward=backward), reference=cube), phrase)
+
+
+def test_a_missing_none_for_a_non_tensor_input_is_explained():
+    class Scale(Function):
+        @staticmethod
+        def forward(ctx, x, c):
+            ctx.c = c
+            return x * c
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * ctx.c
+
+    result = check_function(Scale, X, 2.0)
+    assert_fails(result, "returned 1 gradient, but forward takes 2 inputs", "get `None`: `c`")
+
+    Scale.backward = staticmethod(lambda ctx, g: (g * ctx.c, g))
+    assert_fails(check_function(Scale, X, 2.0), "`c` is not a tensor (it is a float)")
+
+
+# --- gradient values ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("backward", "hint"),
+    [
+        (lambda ctx, g: 3 * saved(ctx) ** 2, "without multiplying it by `grad_output`"),
+        (lambda ctx, g: -g * 3 * saved(ctx) ** 2, "the sign is flipped"),
+        (lambda ctx, g: g * 6 * saved(ctx) ** 2, "your gradient is 2 times the right one"),
+        (lambda ctx, g: g * 0 * saved(ctx), "zero everywhere"),
+    ],
+    ids=["chain-rule", "sign", "factor", "zero"],
+)
+def test_a_wrong_gradient_names_the_worst_element_and_gives_a_hint(backward, hint):
+    result = check(variant(backward=backward), reference=cube)
+    assert_fails(result, "the gradient for `x` is off compared with", "worst element `x[", hint)
+
+
+def test_without_reference_finite_differences_catch_a_wrong_gradient():
+    result = check(variant(backward=lambda ctx, g: g * saved(ctx)))
+    assert_fails(result, "compared with finite differences", "yours", "off by")
+
+
+def test_an_input_the_output_ignores_needs_no_gradient():
+    result = check_function(lambda x, y: x * 2, X, X, name="ignores_y")
+    assert result.passed, result.message
+
+
+def test_a_detached_input_in_a_callable_gets_no_gradient():
+    result = check_function(lambda x, y: x * y.detach(), X, X, name="mul")
+    assert_fails(result, "`y` gets no gradient")
+
+
+# --- learner objects that are not Functions ----------------------------------------------------
+
+
+def test_a_class_that_forgot_to_subclass_function():
+    class NotAFunction:
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    result = check(NotAFunction)
+    assert_fails(result, "not a subclass of `torch.autograd.Function`")
+    assert "class NotAFunction(torch.autograd.Function):" in result.message
+
+
+def test_an_instance_instead_of_the_class():
+    with pytest.warns(DeprecationWarning):
+        instance = Cube()
+    assert_fails(check(instance), "pass the class `Cube` itself, not an instance `Cube()`")
+
+
+def test_a_function_without_backward_or_forward():
+    class NoBackward(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+    class NoForward(Function):
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    assert_fails(check(NoBackward), "it has no `backward`")
+    assert_fails(check(NoForward), "it has no `forward`")
+    assert_fails(check(42), "expected a Function subclass or a function, got int")
+    assert_fails(check(torch.nn.Linear), "it is a class")
+
+
+# --- determinism and no side effects -------------------------------------------------------------
+
+
+def test_same_check_same_message_and_the_global_rng_is_untouched():
+    wrong = variant(backward=lambda ctx, g: g)
+    torch.manual_seed(1)
+    first = check(wrong).message
+    after = torch.rand(1)
+    torch.manual_seed(1)
+    assert check(wrong).message == first
+    assert torch.equal(torch.rand(1), after)
+
+
+def test_the_callers_inputs_are_not_changed_and_no_grad_leaks():
+    x = X.clone().requires_grad_()
+    check(Cube, x, reference=cube)
+    assert x.grad is None and torch.equal(x.detach(), X)
+
+
+def test_the_result_renders_as_html_and_text():
+    result = check(variant(backward=lambda ctx, g: -g * 3 * saved(ctx) ** 2), reference=cube)
+    assert repr(result) == result.message and result.message.startswith("❌ Cube: ")
+    html = result._repr_html_()
+    assert "❌ Cube: the gradient for <code>x</code> is off" in html and "<div" in html
+
+
+# --- the notebook author's mistakes raise ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "phrase"),
+    [
+        ({"atol": 0}, ValueError, "atol"),
+        ({"rtol": -1}, ValueError, "rtol"),
+        ({"eps": "small"}, ValueError, "eps"),
+        ({"reference": 3}, TypeError, "reference"),
+        ({"grad_reference": "x"}, TypeError, "grad_reference"),
+        ({"wrt": [3]}, ValueError, "wrt"),
+        ({"wrt": "0"}, TypeError, "wrt"),
+        ({"name": 5}, TypeError, "name"),
+    ],
+)
+def test_bad_options_raise_naming_the_option(kwargs, error, phrase):
+    with pytest.raises(error, match=phrase):
+        check_function(Cube, X, **kwargs)
+
+
+def test_inputs_must_include_a_floating_point_tensor():
+    with pytest.raises(ValueError, match="at least one example input"):
+        check_function(Cube)
+    with pytest.raises(ValueError, match="no floating-point tensor"):
+        check_function(Cube, torch.arange(3))
+    with pytest.raises(ValueError, match="complex"):
+        check_function(Cube, torch.ones(2, dtype=torch.complex64))
+
+
+# --- check_tensor ------------------------------------------------------------------------------
+
+
+def test_check_tensor_verdicts():
+    expected = torch.tensor([1.0, 2.0, 3.0])
+    assert check_tensor(expected.clone(), expected, name="x.grad").passed
+    assert check_tensor(..., expected).status == "not implemented"
+    assert check_tensor(2.0, torch.tensor(2.0)).passed
+    assert_fails(check_tensor([1.0, 2.0, 3.0], expected), "expected a tensor, got list")
+    assert_fails(check_tensor(torch.ones(2), expected), "shape (2,), expected (3,)")
+    assert_fails(check_tensor(torch.tensor([1, 2, 3]), expected), "dtype torch.int64")
+    wrong = torch.tensor([1.0, 2.5, 3.0])
+    assert_fails(check_tensor(wrong, expected, name="g"), "g: the values are off", "[1]")
+    with pytest.raises(TypeError, match="expected"):
+        check_tensor(expected, [1.0])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="atol"):
+        check_tensor(expected, expected, atol=-1)
