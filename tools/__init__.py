@@ -1,0 +1,1 @@
+"""Course tooling for maintainers and `make` targets; not for learners to import."""

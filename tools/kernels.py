@@ -1,0 +1,56 @@
+"""Start notebook kernels on this interpreter (the course's .venv), never a stray kernel spec.
+
+Used by ``make outputs`` and the notebook tests, so that committed outputs are produced the
+way ``pytest --nbval --nbval-current-env`` re-runs them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+
+# Native (C++) log lines escape ipykernel's capture under pytest; silence them at the source.
+QUIET_ENV = {"KINETO_LOG_LEVEL": "6", "TORCH_CPP_LOG_LEVEL": "ERROR", "PYTHONHASHSEED": "0"}
+
+
+class _CurrentEnvSpecs(KernelSpecManager):  # type: ignore[misc]
+    def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        return KernelSpec(argv=argv, display_name="Python 3 (course)", language="python")
+
+
+def kernel_manager() -> KernelManager:
+    """A kernel manager whose kernels run ``sys.executable`` with the quiet-log environment."""
+    return KernelManager(kernel_name="python3", kernel_spec_manager=_CurrentEnvSpecs())
+
+
+def kernel_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment notebook kernels get: this process's, plus :data:`QUIET_ENV`."""
+    return {**os.environ, **QUIET_ENV, **(extra or {})}
+
+
+def execute_notebook(
+    path: Path, *, timeout: int = 600, env: dict[str, str] | None = None
+) -> nbformat.NotebookNode:
+    """Execute the notebook at ``path`` top to bottom in a fresh kernel started in its folder.
+
+    Cells tagged ``raises-exception`` may raise; any other error raises
+    ``nbclient.exceptions.CellExecutionError``. Returns the executed notebook (the file on
+    disk is not changed).
+    """
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        km=kernel_manager(),
+        timeout=timeout,
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute(env=env if env is not None else kernel_env())
+    return nb
