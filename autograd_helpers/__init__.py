@@ -20,11 +20,25 @@ from autograd_helpers.notebook import setup_notebook, show_source
 if TYPE_CHECKING:
     from autograd_helpers import checks as checks
     from autograd_helpers import environment as environment
+    from autograd_helpers import functions as functions
     from autograd_helpers import graph as graph
+    from autograd_helpers import memory as memory
+    from autograd_helpers import modules as modules
+    from autograd_helpers import sandbox as sandbox
+    from autograd_helpers import wrap as wrap
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"checks", "environment", "graph"}
+_SUBMODULES = {
+    "checks",
+    "environment",
+    "functions",
+    "graph",
+    "memory",
+    "modules",
+    "sandbox",
+    "wrap",
+}
 
 __all__ = ["__version__", "setup_notebook", "show_source", *sorted(_SUBMODULES)]
 

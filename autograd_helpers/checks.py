@@ -285,9 +285,11 @@ def check_function(
 
     what = "output matches the reference" if reference is not None else "forward runs"
     grads_for = ", ".join(f"`{names[i]}`" for i in wrt_list)
+    gradients = "the gradient for" if len(wrt_list) == 1 else "the gradients for"
+    verb = "matches" if len(wrt_list) == 1 else "match"
     return CheckResult(
         "passed",
-        f"{label} passed: {what}; the gradient for {grads_for} matches "
+        f"{label} passed: {what}; {gradients} {grads_for} {verb} "
         + " and ".join(checked_against)
         + " (float64).",
         _printed(printed),

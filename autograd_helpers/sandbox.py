@@ -29,8 +29,10 @@ import torch
 __all__ = [
     "MAX_NESTED_BACKWARD",
     "LearnerError",
+    "NestedBackwardError",
     "Outcome",
     "OutputLimitError",
+    "nested_backward_limit",
     "run_learner_code",
 ]
 
@@ -151,16 +153,34 @@ _depth = 0  # backward passes currently running, counted by the guard below
 
 
 @contextlib.contextmanager
-def _nested_backward_guard() -> Iterator[None]:
-    """Count nested ``torch.autograd.backward``/``grad`` calls and stop them when too deep."""
+def nested_backward_limit(max_depth: int = MAX_NESTED_BACKWARD) -> Iterator[None]:
+    """Stop backward passes nested more than ``max_depth`` deep with a ``RecursionError``.
+
+    Introduced in ``01_custom_function.ipynb``: a custom ``backward`` that calls
+    ``.backward()`` on its own output starts a backward pass that calls it again, without
+    end. Under this context manager the ``max_depth``-th nested call raises
+    :class:`NestedBackwardError` instead. Any ``torch.autograd.backward``/``grad`` counts.
+
+    Args:
+        max_depth: nested backward passes allowed (1 to 50; a plain ``backward()`` is 1).
+
+    Example::
+
+        >>> with nested_backward_limit(4):
+        ...     y.backward()  # doctest: +SKIP
+    """
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or not 1 <= max_depth <= 50:
+        raise ValueError(
+            f"nested_backward_limit(): max_depth must be an int in 1..50, got {max_depth!r}"
+        )
     original_backward, original_grad = torch.autograd.backward, torch.autograd.grad
 
     def counted(function: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             global _depth
-            if _depth >= MAX_NESTED_BACKWARD:
+            if _depth >= max_depth:
                 raise NestedBackwardError(
-                    f"backward passes nested {MAX_NESTED_BACKWARD} deep: does your backward "
+                    f"backward passes nested {max_depth} deep: does your backward "
                     "call .backward() (or autograd.grad) on an output? That starts a new "
                     "backward pass, which calls your backward again, without end"
                 )
@@ -203,7 +223,7 @@ def run_learner_code(
     stream = _CappedText(output_limit)
     try:
         with (
-            _nested_backward_guard(),
+            nested_backward_limit(),
             contextlib.redirect_stdout(stream),
             contextlib.redirect_stderr(stream),
         ):

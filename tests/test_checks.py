@@ -107,7 +107,7 @@ def test_non_tensor_inputs_take_none_and_multiple_inputs_are_named():
 
     result = check_function(MulAdd, X, X.flip(0), 2.5, reference=lambda x, y, c: x * c + y)
     assert result.passed, result.message
-    assert "the gradient for `x`, `y` matches" in result.message
+    assert "the gradients for `x`, `y` match" in result.message
 
 
 def test_wrt_limits_the_inputs_that_need_a_gradient():

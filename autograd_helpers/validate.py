@@ -1,0 +1,50 @@
+"""Argument checks for the public helpers: every error names the function and the argument.
+
+``TypeError`` for a value of the wrong kind, ``ValueError`` for the right kind with a bad
+value, as in :mod:`torch.nn.functional`. Each check returns the value it accepted.
+"""
+
+from __future__ import annotations
+
+import math
+
+from torch import Tensor
+
+__all__ = ["check_bool", "check_float_tensor", "check_int", "check_real"]
+
+
+def check_float_tensor(fn: str, name: str, value: object) -> Tensor:
+    """A ``torch.Tensor`` with a floating-point dtype (only those can carry gradients)."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{fn}(): {name} must be a torch.Tensor, got {type(value).__name__}")
+    if not value.is_floating_point():
+        raise TypeError(
+            f"{fn}(): {name} must have a floating-point dtype (gradients need one), "
+            f"got {value.dtype}"
+        )
+    return value
+
+
+def check_real(fn: str, name: str, value: object) -> float:
+    """A finite Python ``int`` or ``float`` (``bool`` is refused: ``True`` is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{fn}(): {name} must be a Python int or float, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{fn}(): {name} must be finite, got {value}")
+    return float(value)
+
+
+def check_int(fn: str, name: str, value: object, *, minimum: int) -> int:
+    """A Python ``int`` (not ``bool``) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{fn}(): {name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{fn}(): {name} must be at least {minimum}, got {value}")
+    return value
+
+
+def check_bool(fn: str, name: str, value: object) -> bool:
+    """A Python ``bool``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{fn}(): {name} must be a bool, got {type(value).__name__}")
+    return value

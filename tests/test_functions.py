@@ -1,0 +1,332 @@
+"""autograd_helpers.functions: every teaching Function, checked against autograd's own maths.
+
+A registry lists each Function with example inputs, the built-in composition it replaces,
+and what it claims (double backward, forward mode, torch.func). The checks then run over
+the registry, so a new Function gets all of them by adding one entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.autograd import gradcheck, gradgradcheck
+
+from autograd_helpers import functions as fns
+
+DOUBLE = torch.float64
+
+
+def _randn(*shape: int, seed: int = 0) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=gen, dtype=DOUBLE)
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    call: Callable[..., torch.Tensor]  # the wrapper, with any non-tensor arguments fixed
+    builtin: Callable[..., torch.Tensor]  # the composition of built-ins it must equal
+    inputs: Callable[[], tuple[torch.Tensor, ...]]  # fresh float64 example inputs
+    forward_ad: bool = False  # has a jvp: forward mode and torch.func work
+
+
+def _pool_inputs() -> tuple[torch.Tensor, ...]:
+    return (_randn(2, 3, 11),)
+
+
+REGISTRY = [
+    Entry("exp", fns.exp, torch.exp, lambda: (_randn(3, 4),), forward_ad=True),
+    Entry("sigmoid", fns.sigmoid, torch.sigmoid, lambda: (_randn(3, 4),), forward_ad=True),
+    Entry("relu", fns.relu, torch.relu, lambda: (_randn(3, 4),)),
+    Entry(
+        "mul_constant",
+        lambda x: fns.mul_constant(x, -2.5),
+        lambda x: x * -2.5,
+        lambda: (_randn(3, 4),),
+    ),
+    Entry(
+        "linear",
+        fns.linear,
+        F.linear,
+        lambda: (_randn(2, 5, 4), _randn(3, 4, seed=1), _randn(3, seed=2)),
+    ),
+    Entry("scale_grad", lambda x: fns.scale_grad(x, 1.0), lambda x: x, lambda: (_randn(3, 4),)),
+    Entry(
+        "square_and_max_pool1d (overlapping)",
+        lambda x: fns.square_and_max_pool1d(x, 3, stride=1, padding=1),
+        lambda x: F.max_pool1d(x * x, 3, 1, 1),
+        _pool_inputs,
+    ),
+    Entry(
+        "square_and_max_pool1d (dilated, ceil)",
+        lambda x: fns.square_and_max_pool1d(x, 3, stride=2, padding=1, dilation=2, ceil_mode=True),
+        lambda x: F.max_pool1d(x * x, 3, 2, 1, 2, ceil_mode=True),
+        _pool_inputs,
+    ),
+]
+IDS = [entry.name for entry in REGISTRY]
+
+
+def _leaves(entry: Entry) -> tuple[torch.Tensor, ...]:
+    return tuple(t.requires_grad_() for t in entry.inputs())
+
+
+@pytest.mark.parametrize("entry", REGISTRY, ids=IDS)
+def test_gradcheck_and_batched_grad(entry):
+    assert gradcheck(entry.call, _leaves(entry), check_batched_grad=True)
+
+
+@pytest.mark.parametrize("entry", REGISTRY, ids=IDS)
+def test_double_backward(entry):
+    assert gradgradcheck(entry.call, _leaves(entry), check_batched_grad=True)
+
+
+@pytest.mark.parametrize("entry", [e for e in REGISTRY if e.forward_ad], ids=lambda e: e.name)
+def test_forward_mode(entry):
+    assert gradcheck(entry.call, _leaves(entry), check_forward_ad=True, check_backward_ad=False)
+
+
+@pytest.mark.parametrize("entry", REGISTRY, ids=IDS)
+def test_equals_the_builtin_composition_forward_and_backward(entry):
+    mine, theirs = _leaves(entry), _leaves(entry)
+    out_mine, out_theirs = entry.call(*mine), entry.builtin(*theirs)
+    torch.testing.assert_close(out_mine, out_theirs)
+    grad_output = _randn(*out_mine.shape, seed=9)
+    grads_mine = torch.autograd.grad(out_mine, mine, grad_output)
+    grads_theirs = torch.autograd.grad(out_theirs, theirs, grad_output)
+    for a, b in zip(grads_mine, grads_theirs, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("entry", REGISTRY, ids=IDS)
+def test_float32_inputs_keep_their_dtype(entry):
+    inputs = tuple(t.float().requires_grad_() for t in entry.inputs())
+    out = entry.call(*inputs)
+    out.sum().backward()
+    assert out.dtype == torch.float32
+    assert all(t.grad.dtype == torch.float32 for t in inputs)
+
+
+# --- torch.func on the modern-form Functions ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mine", "builtin"),
+    [(fns.exp, torch.exp), (fns.sigmoid, torch.sigmoid)],
+    ids=["exp", "sigmoid"],
+)
+def test_torch_func_transforms(mine, builtin):
+    x = _randn(5)
+    batch = _randn(4, 5, seed=1)
+    torch.testing.assert_close(torch.func.vmap(mine)(batch), builtin(batch))
+    for transform in (torch.func.jacrev, torch.func.jacfwd):
+        torch.testing.assert_close(transform(mine)(x), transform(builtin)(x))
+
+    def total(f):
+        return lambda t: f(t).sum()
+
+    torch.testing.assert_close(
+        torch.func.hessian(total(mine))(x), torch.func.hessian(total(builtin))(x)
+    )
+    torch.testing.assert_close(
+        torch.func.vmap(torch.func.grad(total(mine)))(batch),
+        torch.func.vmap(torch.func.grad(total(builtin)))(batch),
+    )
+
+
+def test_classic_form_functions_are_refused_by_torch_func():
+    with pytest.raises(RuntimeError, match="setup_context"):
+        torch.func.grad(lambda t: fns.relu(t).sum())(_randn(3))
+
+
+# --- behaviour each Function promises ----------------------------------------------------------
+
+
+def test_relu_gradient_at_zero_matches_torch():
+    x = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    fns.relu(x).sum().backward()
+    y = x.detach().clone().requires_grad_()
+    torch.relu(y).sum().backward()
+    assert torch.equal(x.grad, y.grad) and x.grad[1] == 0
+
+
+def _returned_by_backward(function, *args):
+    """Run ``function`` forward and backward; return exactly what its backward returned."""
+    returned = []
+
+    class Recording(function):
+        @staticmethod
+        def backward(ctx, grad_output):
+            returned.append(function.backward(ctx, grad_output))
+            return returned[-1]
+
+    Recording.apply(*args).sum().backward()
+    return returned[0]
+
+
+def test_mul_constant_returns_none_for_the_constant():
+    x = torch.ones(2, requires_grad=True)
+    grad_x, grad_constant = _returned_by_backward(fns.MulConstant, x, 3)
+    assert grad_constant is None
+    torch.testing.assert_close(grad_x, torch.full((2,), 3.0))
+    torch.testing.assert_close(x.grad, torch.full((2,), 3.0))
+
+
+@pytest.mark.parametrize("coeff", [-1.0, 0.5, 3])
+def test_scale_grad_is_identity_forward_and_scales_backward(coeff):
+    x = _randn(4).requires_grad_()
+    y = fns.scale_grad(x, coeff)
+    assert torch.equal(y, x) and y.data_ptr() == x.data_ptr()  # no copy
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, torch.full((4,), float(coeff), dtype=DOUBLE))
+
+
+@pytest.mark.parametrize(
+    "needs",
+    [(True, True, True), (False, True, False), (True, False, True), (False, False, True)],
+    ids=["all", "weight-only", "input-and-bias", "bias-only"],
+)
+def test_linear_computes_only_the_gradients_asked_for(needs):
+    x, w, b = (t.requires_grad_(n) for t, n in zip(REGISTRY[4].inputs(), needs, strict=True))
+    returned = _returned_by_backward(fns.LinearFunction, x, w, b)
+    # A gradient nobody needs is never computed: backward returns None in its place.
+    assert [g is not None for g in returned] == list(needs)
+    assert [t.grad is not None for t in (x, w, b)] == list(needs)
+
+
+def test_linear_accepts_a_single_sample_and_no_bias():
+    x, w = _randn(4).requires_grad_(), _randn(3, 4, seed=1).requires_grad_()
+    assert gradcheck(fns.linear, (x, w))
+    torch.testing.assert_close(fns.linear(x, w), F.linear(x, w))
+
+
+# --- square_and_max_pool1d: every pooling configuration ----------------------------------------
+
+
+def test_default_stride_is_the_kernel_size():
+    x = _randn(1, 1, 8)
+    torch.testing.assert_close(fns.square_and_max_pool1d(x, 2), F.max_pool1d(x * x, 2))
+    assert fns.square_and_max_pool1d(x, 2).shape[-1] == 4  # not 7: windows do not overlap
+
+
+def test_an_element_winning_several_windows_gets_every_gradient():
+    x = torch.tensor([[[0.1, 5.0, 0.2, 0.3]]], dtype=DOUBLE, requires_grad=True)
+    out = fns.square_and_max_pool1d(x, 3, stride=1)  # 5.0 wins both windows
+    out.backward(torch.tensor([[[1.0, 10.0]]], dtype=DOUBLE))
+    torch.testing.assert_close(
+        x.grad, torch.tensor([[[0.0, 2 * 5.0 * 11, 0.0, 0.0]]], dtype=DOUBLE)
+    )
+
+
+def test_overwriting_scatter_is_caught_by_gradcheck():
+    class Overwriting(fns.SquareAndMaxPool1d):
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, indices = ctx.saved_tensors
+            grad = torch.zeros_like(input).scatter(-1, indices, grad_output)
+            return grad * 2 * input, None, None, None, None, None
+
+    x = _randn(1, 2, 9).requires_grad_()
+    assert gradcheck(lambda t: Overwriting.apply(t, 3, 3, 0, 1, False), (x,))  # no overlap: hidden
+    assert not gradcheck(
+        lambda t: Overwriting.apply(t, 3, 1, 0, 1, False), (x,), raise_exception=False
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kernel=st.integers(1, 5),
+    stride=st.one_of(st.none(), st.integers(1, 5)),
+    padding=st.integers(0, 2),
+    dilation=st.integers(1, 3),
+    ceil_mode=st.booleans(),
+    batched=st.booleans(),
+    length=st.integers(1, 14),
+    seed=st.integers(0, 2**16),
+)
+def test_pool_matches_the_builtin_in_any_valid_configuration(
+    kernel, stride, padding, dilation, ceil_mode, batched, length, seed
+):
+    padding = min(padding, kernel // 2)
+    if length + 2 * padding < dilation * (kernel - 1) + 1:
+        return  # no complete window: the wrapper refuses (tested below)
+    shape = (2, 3, length) if batched else (3, length)
+    x = _randn(*shape, seed=seed).requires_grad_()
+    y = x.detach().clone().requires_grad_()
+    mine = fns.square_and_max_pool1d(x, kernel, stride, padding, dilation, ceil_mode)
+    theirs = F.max_pool1d(y * y, kernel, stride, padding, dilation, ceil_mode)
+    torch.testing.assert_close(mine, theirs)
+    grad_output = _randn(*mine.shape, seed=seed + 1)
+    mine.backward(grad_output)
+    theirs.backward(grad_output)
+    torch.testing.assert_close(x.grad, y.grad)
+
+
+# --- bad arguments name themselves ------------------------------------------------------------
+
+X = torch.ones(2, 3, 8)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "phrase"),
+    [
+        (lambda: fns.exp([1.0]), TypeError, "exp\\(\\): input must be a torch.Tensor"),
+        (
+            lambda: fns.sigmoid(torch.arange(3)),
+            TypeError,
+            "sigmoid\\(\\): input must have a floating",
+        ),
+        (lambda: fns.relu(None), TypeError, "relu\\(\\): input"),
+        (lambda: fns.mul_constant(X, torch.tensor(2.0)), TypeError, "constant must be a Python"),
+        (lambda: fns.mul_constant(X, float("inf")), ValueError, "constant must be finite"),
+        (lambda: fns.mul_constant(X, True), TypeError, "constant"),
+        (lambda: fns.scale_grad(X, "1"), TypeError, "coeff"),
+        (lambda: fns.linear(X, torch.ones(3)), ValueError, "weight must be 2-D"),
+        (lambda: fns.linear(X, torch.ones(4, 5)), ValueError, "weight has 5 input features"),
+        (lambda: fns.linear(X, torch.ones(4, 8, dtype=DOUBLE)), TypeError, "weight dtype"),
+        (
+            lambda: fns.linear(X, torch.ones(4, 8), torch.ones(3)),
+            ValueError,
+            "bias must have shape",
+        ),
+        (lambda: fns.linear(torch.tensor(1.0), torch.ones(1, 1)), ValueError, "input must have"),
+        (
+            lambda: fns.square_and_max_pool1d(torch.ones(8), 2),
+            ValueError,
+            "input must be \\(C, L\\)",
+        ),
+        (lambda: fns.square_and_max_pool1d(X, 0), ValueError, "kernel_size must be at least 1"),
+        (lambda: fns.square_and_max_pool1d(X, 2.0), TypeError, "kernel_size must be an int"),
+        (
+            lambda: fns.square_and_max_pool1d(X, 2, stride=0),
+            ValueError,
+            "stride must be at least 1",
+        ),
+        (
+            lambda: fns.square_and_max_pool1d(X, 2, padding=-1),
+            ValueError,
+            "padding must be at least",
+        ),
+        (lambda: fns.square_and_max_pool1d(X, 3, padding=2), ValueError, "padding must be at most"),
+        (lambda: fns.square_and_max_pool1d(X, 2, dilation=0), ValueError, "dilation"),
+        (
+            lambda: fns.square_and_max_pool1d(X, 2, ceil_mode=1),
+            TypeError,
+            "ceil_mode must be a bool",
+        ),
+        (
+            lambda: fns.square_and_max_pool1d(X, 5, dilation=2),
+            ValueError,
+            "shorter than the window",
+        ),
+    ],
+)
+def test_bad_arguments_raise_naming_the_argument(call, error, phrase):
+    with pytest.raises(error, match=phrase):
+        call()
