@@ -381,4 +381,30 @@ def square_and_max_pool1d(
             f"{fn}(): input length {input.shape[-1]} (+ padding 2*{padding}) is shorter than "
             f"the window span {span} (kernel_size={kernel_size}, dilation={dilation})"
         )
+    empty = _window_of_only_padding(
+        input.shape[-1], kernel_size, stride, padding, dilation, ceil_mode
+    )
+    if empty is not None:
+        raise ValueError(
+            f"{fn}(): window {empty} covers only padding (length {input.shape[-1]}, "
+            f"kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}): "
+            "its maximum would be -inf with no input position to send a gradient to; "
+            "use less padding or dilation"
+        )
     return _apply(SquareAndMaxPool1d, input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def _window_of_only_padding(
+    length: int, kernel_size: int, stride: int, padding: int, dilation: int, ceil_mode: bool
+) -> int | None:
+    """The first pooling window that holds no input element, or ``None`` (sizes as in PyTorch)."""
+    span = dilation * (kernel_size - 1) + 1
+    extra = stride - 1 if ceil_mode else 0
+    windows = (length + 2 * padding - span + extra) // stride + 1
+    if ceil_mode and (windows - 1) * stride >= length + padding:
+        windows -= 1  # PyTorch drops a last window that would start in the right padding
+    for window in range(windows):
+        start = window * stride - padding
+        if not any(0 <= start + k * dilation < length for k in range(kernel_size)):
+            return window
+    return None

@@ -257,6 +257,13 @@ def test_pool_matches_the_builtin_in_any_valid_configuration(
     if length + 2 * padding < dilation * (kernel - 1) + 1:
         return  # no complete window: the wrapper refuses (tested below)
     shape = (2, 3, length) if batched else (3, length)
+    probe = F.max_pool1d(torch.ones(shape), kernel, stride, padding, dilation, ceil_mode)
+    if bool(probe.isinf().any()):  # some window holds only padding: refused, with a reason
+        with pytest.raises(ValueError, match="covers only padding"):
+            fns.square_and_max_pool1d(
+                torch.ones(shape), kernel, stride, padding, dilation, ceil_mode
+            )
+        return
     x = _randn(*shape, seed=seed).requires_grad_()
     y = x.detach().clone().requires_grad_()
     mine = fns.square_and_max_pool1d(x, kernel, stride, padding, dilation, ceil_mode)
@@ -324,6 +331,11 @@ X = torch.ones(2, 3, 8)
             lambda: fns.square_and_max_pool1d(X, 5, dilation=2),
             ValueError,
             "shorter than the window",
+        ),
+        (
+            lambda: fns.square_and_max_pool1d(torch.ones(1, 1), 2, padding=1, dilation=2),
+            ValueError,
+            "window 0 covers only padding",
         ),
     ],
 )
