@@ -142,6 +142,19 @@ def _gradient_sources(
     return [] if reference_grads is None else [("the reference's gradient", reference_grads)]
 
 
+def _tensors_on_ctx(outputs: tuple[Tensor, ...]) -> tuple[str, ...]:
+    """A note for each tensor forward stored as a plain attribute of ``ctx``."""
+    node = next((o.grad_fn for o in outputs if o.grad_fn is not None), None)
+    attributes = vars(node) if node is not None and hasattr(node, "__dict__") else {}
+    return tuple(
+        f"Note: forward stored a tensor as `ctx.{name}`. Save tensors with "
+        "`ctx.save_for_backward(...)`: it detects in-place changes that would make the "
+        "gradient silently wrong, and does not keep the graph alive in a reference cycle."
+        for name, value in attributes.items()
+        if isinstance(value, Tensor)
+    )
+
+
 def _tensors_at(values: Sequence[object], indices: Sequence[int]) -> list[Tensor]:
     return [t for i in indices if isinstance(t := values[i], Tensor)]
 
@@ -283,6 +296,7 @@ def check_function(
             return _fail(label, verdict.title, *verdict.details, printed=printed)
         checked_against.append(source)
 
+    notes = _tensors_on_ctx(outputs) if is_function else ()
     what = "output matches the reference" if reference is not None else "forward runs"
     grads_for = ", ".join(f"`{names[i]}`" for i in wrt_list)
     gradients = "the gradient for" if len(wrt_list) == 1 else "the gradients for"
@@ -292,7 +306,7 @@ def check_function(
         f"{label} passed: {what}; {gradients} {grads_for} {verb} "
         + " and ".join(checked_against)
         + " (float64).",
-        _printed(printed),
+        (*notes, *_printed(printed)),
     )
 
 

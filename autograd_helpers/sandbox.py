@@ -84,7 +84,7 @@ class LearnerError:
             return False
         last = frames[-1]
         line = last.line or linecache.getline(last.filename, last.lineno or 0)
-        return line.lstrip().startswith("raise")
+        return not line or line.lstrip().startswith("raise")  # no source to read: trust it
 
     def describe(self) -> str:
         """``"TypeError: message"``, one line, long messages cut."""
@@ -107,8 +107,8 @@ class Outcome:
 
 
 def _is_learner_file(filename: str) -> bool:
-    if filename.startswith("<") and not filename.startswith("<ipython-input"):
-        return False  # <frozen ...>, <string> and similar are not the learner's cells
+    if filename.startswith("<"):
+        return not filename.startswith("<frozen")  # <string> (python -c), <stdin>: the learner's
     try:
         resolved = str(Path(filename).resolve())
     except OSError:

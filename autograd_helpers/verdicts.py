@@ -248,7 +248,11 @@ def compare_gradients(
             )
         mismatch = first_mismatch(grad, want, atol=atol, rtol=rtol)
         if mismatch is not None:
-            details = [mismatch.describe(name, "yours", source)]
+            details = [
+                mismatch.describe(name, "yours", source),
+                "(The check backpropagates a random `grad_output`, so these are "
+                "`grad_output` times the derivative, not the derivative alone.)",
+            ]
             hint = _hint(grad.detach(), want, only_output)
             if hint:
                 details.append(hint)

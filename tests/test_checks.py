@@ -461,3 +461,35 @@ def test_check_tensor_verdicts():
         check_tensor(expected, [1.0])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="atol"):
         check_tensor(expected, expected, atol=-1)
+
+
+def test_a_tensor_stored_on_ctx_passes_with_a_note():
+    def forward(ctx, x):
+        ctx.x = x  # works, but skips save_for_backward's safety
+        return x**3
+
+    result = check(
+        variant(forward=forward, backward=lambda ctx, g: g * 3 * ctx.x**2), reference=cube
+    )
+    assert result.passed, result.message
+    assert "Note: forward stored a tensor as `ctx.x`" in result.message
+
+
+def test_a_stub_run_from_python_dash_c_is_recognised(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from autograd_helpers.checks import check_function\n"
+        "class F(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, x):\n"
+        "        raise NotImplementedError('todo')\n"
+        "    @staticmethod\n"
+        "    def backward(ctx, g):\n"
+        "        return g\n"
+        "print(check_function(F, torch.ones(2)).status)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "not implemented"
