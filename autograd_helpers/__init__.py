@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from autograd_helpers import graph as graph
     from autograd_helpers import memory as memory
     from autograd_helpers import modules as modules
+    from autograd_helpers import plot as plot
     from autograd_helpers import sandbox as sandbox
     from autograd_helpers import wrap as wrap
 
@@ -36,6 +37,7 @@ _SUBMODULES = {
     "graph",
     "memory",
     "modules",
+    "plot",
     "sandbox",
     "wrap",
 }
