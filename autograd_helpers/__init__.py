@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from autograd_helpers import modules as modules
     from autograd_helpers import plot as plot
     from autograd_helpers import sandbox as sandbox
+    from autograd_helpers import widgets as widgets
     from autograd_helpers import wrap as wrap
 
 __version__ = "0.1.0"
@@ -39,6 +40,7 @@ _SUBMODULES = {
     "modules",
     "plot",
     "sandbox",
+    "widgets",
     "wrap",
 }
 

@@ -50,6 +50,7 @@ def execute_notebook(
         km=kernel_manager(),
         timeout=timeout,
         record_timing=False,
+        store_widget_state=False,  # random model ids would change the file on every run
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute(env=env if env is not None else kernel_env())

@@ -1,0 +1,140 @@
+"""Interactive widgets for the notebooks; ipywidgets and matplotlib load only when one is built.
+
+Introduced in ``00_start_here.ipynb``. Widgets here show their result in ``HTML`` and
+``Image`` children rather than an ``Output`` widget: no display messages are sent, so the
+recorded notebook and a test run of it print exactly the same thing.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+__all__ = ["tangent_explorer"]
+
+_DPI = 80
+_WIDTH_PX = 480
+
+
+def _check_range(x_range: object) -> tuple[float, float]:
+    if (
+        not isinstance(x_range, tuple)
+        or len(x_range) != 2
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in x_range)
+    ):
+        raise TypeError(f"tangent_explorer(): x_range must be a (low, high) tuple, got {x_range!r}")
+    low, high = float(x_range[0]), float(x_range[1])
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(
+            f"tangent_explorer(): x_range must be finite with low < high, got {x_range}"
+        )
+    return low, high
+
+
+def _value_and_slope(fn: Callable[[Tensor], Tensor], x: float) -> tuple[float, float]:
+    point = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    y = fn(point)
+    if not isinstance(y, Tensor) or y.numel() != 1:
+        raise TypeError(f"fn must return a one-element tensor, got {type(y).__name__}")
+    (slope,) = torch.autograd.grad(y, point)
+    return float(y.detach()), float(slope)
+
+
+def _plot_png(
+    fn: Callable[[Tensor], Tensor], low: float, high: float, x: float, y0: float, slope: float
+) -> bytes:
+    from matplotlib.figure import Figure
+
+    xs = torch.linspace(low, high, 200, dtype=torch.float64)
+    with torch.no_grad():
+        ys = torch.stack([fn(t).reshape(()) for t in xs])
+    figure = Figure(figsize=(_WIDTH_PX / _DPI, 3.0), layout="constrained")
+    axes = figure.add_subplot()
+    axes.plot(xs.numpy(), ys.numpy(), label="f(x)")
+    axes.plot(xs.numpy(), (y0 + slope * (xs - x)).numpy(), "--", label="tangent, slope f'(x)")
+    axes.plot([x], [y0], "o", color="black")
+    axes.set_ylim(float(ys.min()) - 1, float(ys.max()) + 1)
+    axes.set(xlabel="x")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="upper left")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=_DPI)
+    return buffer.getvalue()
+
+
+def tangent_explorer(
+    fn: Callable[[Tensor], Tensor],
+    *,
+    x_range: tuple[float, float] = (-2.0, 2.0),
+    value: float = 1.0,
+    step: float = 0.05,
+    label: str = "f(x)",
+) -> Any:
+    """A slider for ``x``, a readout of ``f(x)`` and autograd's ``f'(x)``, and the tangent drawn.
+
+    Each time the slider moves, ``fn`` runs on a scalar tensor with ``requires_grad=True``
+    and ``torch.autograd.grad`` gives the slope; the plot shows the line through
+    ``(x, f(x))`` with that slope, which touches the curve there. An exception in ``fn`` is
+    shown in the readout instead of breaking the widget.
+
+    Args:
+        fn: maps a scalar tensor to a scalar tensor, differentiably (e.g. ``lambda x: x**3``).
+        x_range: ``(low, high)`` for the slider and the plot.
+        value: the starting ``x``, inside ``x_range``.
+        step: the slider's step, positive.
+        label: how to write ``f`` in the readout.
+
+    Returns:
+        An ``ipywidgets.VBox`` (slider, readout, plot).
+
+    Example::
+
+        >>> tangent_explorer(lambda x: x**3 + 2 * x, label="x³ + 2x")  # doctest: +SKIP
+    """
+    if not callable(fn):
+        raise TypeError(f"tangent_explorer(): fn must be callable, got {type(fn).__name__}")
+    low, high = _check_range(x_range)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ValueError(f"tangent_explorer(): value must be a number in {x_range}, got {value!r}")
+    if isinstance(step, bool) or not isinstance(step, int | float) or not 0 < step < high - low:
+        raise ValueError(f"tangent_explorer(): step must be in (0, {high - low}), got {step!r}")
+    if not isinstance(label, str):
+        raise TypeError(f"tangent_explorer(): label must be a str, got {type(label).__name__}")
+    import ipywidgets as widgets
+
+    class TangentExplorer(widgets.VBox):
+        def __repr__(self) -> str:  # the text a notebook records: short and the same every run
+            return f"TangentExplorer({label}, x={slider.value:g})"
+
+    slider = widgets.FloatSlider(
+        value=float(value),
+        min=low,
+        max=high,
+        step=float(step),
+        description="x",
+        readout_format=".2f",
+    )
+    readout = widgets.HTML()
+    image = widgets.Image(format="png", width=_WIDTH_PX)  # its own pixel size: not stretched
+
+    def update(change: object = None) -> None:
+        x = float(slider.value)
+        try:
+            y, slope = _value_and_slope(fn, x)
+            image.value = _plot_png(fn, low, high, x, y, slope)
+            readout.value = (
+                f"<code>x = {x:.2f}</code>: <code>{html.escape(label)} = {y:.4g}</code>, "
+                f"autograd's slope <code>f'(x) = {slope:.4g}</code>"
+            )
+        except Exception as exc:  # the learner's fn: explain, do not break the widget
+            readout.value = f"<b>fn raised {type(exc).__name__}:</b> {html.escape(str(exc))}"
+
+    slider.observe(update, names="value")
+    update()
+    return TangentExplorer([slider, readout, image])

@@ -1,0 +1,54 @@
+"""autograd_helpers.widgets.tangent_explorer: autograd's slope, live, and never a crash."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograd_helpers.widgets import tangent_explorer
+
+
+def cubic(x):
+    return x**3 + 2 * x
+
+
+def test_readout_and_plot_follow_the_slider():
+    explorer = tangent_explorer(cubic, label="x³ + 2x")
+    slider, readout, image = explorer.children
+    assert "f'(x) = 5</code>" in readout.value  # 3·1² + 2
+    assert image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    first_image = image.value
+    slider.value = 0.0
+    assert "f'(x) = 2</code>" in readout.value and "x = 0.00" in readout.value
+    assert image.value != first_image
+    assert repr(explorer) == "TangentExplorer(x³ + 2x, x=0)"
+
+
+def test_an_exception_in_fn_is_shown_not_raised():
+    def broken(x):
+        if x.requires_grad and x > 0.5:  # fails at the slider's point, not on the plot's grid
+            raise ValueError("too big")
+        return x * 2
+
+    explorer = tangent_explorer(broken, value=0.0)
+    slider, readout, _ = explorer.children
+    assert "f'(x) = 2" in readout.value
+    slider.value = 1.0
+    assert "fn raised ValueError" in readout.value and "too big" in readout.value
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "phrase"),
+    [
+        ({"fn": 3}, TypeError, "fn must be callable"),
+        ({"x_range": [0, 1]}, TypeError, "x_range must be a \\(low, high\\) tuple"),
+        ({"x_range": (1.0, 0.0)}, ValueError, "low < high"),
+        ({"x_range": (0.0, float("inf"))}, ValueError, "finite"),
+        ({"value": 5.0}, ValueError, "value must be a number in"),
+        ({"step": 0}, ValueError, "step must be in"),
+        ({"label": 1}, TypeError, "label must be a str"),
+    ],
+)
+def test_bad_arguments(kwargs, error, phrase):
+    arguments = {"fn": cubic, **kwargs}
+    with pytest.raises(error, match=phrase):
+        tangent_explorer(**arguments)
