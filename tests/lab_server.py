@@ -50,7 +50,19 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_lab(notebooks: Path, tmp: Path, *, timeout: float = 90) -> Iterator[LabServer]:
+def running_lab(
+    notebooks: Path,
+    tmp: Path,
+    *,
+    timeout: float = 90,
+    settings: dict[str, dict[str, object]] | None = None,
+) -> Iterator[LabServer]:
+    """Serve a copy of ``notebooks`` from ``tmp``; ``settings`` maps "package:plugin" to values."""
+    for plugin, values in (settings or {}).items():
+        package, name = plugin.split(":")
+        path = tmp / "settings" / package / f"{name}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
     root = tmp / "root"
     root.mkdir()
     for notebook in sorted(notebooks.glob("*.ipynb")):  # notebooks only: no stray files

@@ -1,0 +1,197 @@
+"""Every notebook, run the way learners run it: in JupyterLab, in a real browser.
+
+JupyterLab is started as `make lab` starts it (127.0.0.1, a random token), on a temporary
+copy of the notebooks. Debian's Chromium, driven by Playwright, opens each notebook, runs all
+cells, saves, and checks what a learner would see: errors only where a cell is tagged
+`raises-exception`, plots and Mermaid graphs rendered, every widget control visible and
+reacting to input. A screenshot of each notebook goes to build/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.lab_server import running_lab
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+SCREENSHOTS = REPO / "build" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+# Chromium flags for a headless run as root on a machine without network (see DESIGN.md).
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+LAB_SETTINGS = {
+    # every cell in the DOM, so that every output can be checked
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+    # no "news?" toast over the notebook, no update check over the network
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+if not CHROMIUM.exists():
+    pytest.skip(
+        "BROWSER TEST NOT RUN: Debian's Chromium is not installed (/usr/bin/chromium). "
+        "Install it with `apt-get install chromium`; .ci/run does so before `make test`.",
+        allow_module_level=True,
+    )
+
+from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+
+# The notebook on screen (JupyterLab keeps other panels in the DOM, hidden).
+ACTIVE = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+ALL_PROMPTS_NUMBERED = f"""() => {{
+    const prompts = [...document.querySelectorAll('{ACTIVE} .jp-CodeCell .jp-InputPrompt')];
+    return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+}}"""
+IMAGE_LOADED = "img => img.complete && img.naturalWidth > 0"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    with running_lab(
+        REPO / "notebooks", tmp_path_factory.mktemp("browser-lab"), settings=LAB_SETTINGS
+    ) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS
+        )
+        yield chromium
+        chromium.close()
+
+
+def _reference(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _has_output(notebook: dict, mime: str) -> int:
+    return sum(
+        mime in output.get("data", {})
+        for cell in notebook["cells"]
+        for output in cell.get("outputs", [])
+    )
+
+
+def _wait_for_idle_kernel(page: Page) -> None:
+    page.wait_for_selector(
+        f"{ACTIVE} .jp-Notebook-ExecutionIndicator[data-status='idle']",
+        state="attached",
+        timeout=60_000,
+    )
+
+
+def _wait_for_session_kernel(lab, name: str, timeout: float = 60) -> None:
+    """Until the server has an idle kernel for this notebook (the page's indicator can say
+    "idle" before the session has a kernel, and Run All then runs nothing)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, body = lab.get("/api/sessions")
+        sessions = json.loads(body) if status == 200 else []
+        if any(
+            s["path"].endswith(name) and s["kernel"]["execution_state"] == "idle" for s in sessions
+        ):
+            return
+        time.sleep(0.5)
+    pytest.fail(f"{name}: no idle kernel for the notebook after {timeout:.0f} s")
+
+
+def _run_all_and_save(page: Page, lab, saved: Path) -> dict:
+    _wait_for_session_kernel(lab, saved.name)
+    _wait_for_idle_kernel(page)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator('li[data-command="runmenu:run-all"]').click()
+    page.wait_for_function(ALL_PROMPTS_NUMBERED, timeout=240_000)
+    _wait_for_idle_kernel(page)
+    page.locator(f"{ACTIVE} .jp-Notebook").first.click()
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the file on disk is what the browser ran
+        notebook = json.loads(saved.read_text(encoding="utf-8"))
+        code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+        if all(c["execution_count"] is not None for c in code):
+            return notebook
+        time.sleep(0.5)
+    pytest.fail(f"{saved.name}: JupyterLab did not save the executed notebook within 30 s")
+
+
+def _check_errors_only_where_tagged(name: str, notebook: dict) -> None:
+    for index, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        errors = [o for o in cell["outputs"] if o["output_type"] == "error"]
+        tagged = "raises-exception" in cell["metadata"].get("tags", [])
+        if errors and not tagged:
+            error = errors[0]
+            pytest.fail(f"{name}, cell {index}: {error['ename']}: {error['evalue']}")
+        assert errors or not tagged, f"{name}, cell {index}: tagged raises-exception, no error"
+
+
+def _check_widgets_react(page: Page, name: str) -> int:
+    """Move every slider one step; the widget around it must change what it shows."""
+    sliders = page.locator(f"{ACTIVE} .jp-OutputArea-output .widget-slider")
+    for i in range(sliders.count()):
+        slider = sliders.nth(i)
+        slider.scroll_into_view_if_needed()
+        assert slider.is_visible(), f"{name}: slider {i} is not visible"
+        container = slider.locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
+        shown = "el => el.innerText + [...el.querySelectorAll('img')].map(i => i.src).join()"
+        before = container.evaluate(shown)
+        slider.locator("[role=slider]").first.focus()
+        page.keyboard.press("ArrowRight")
+        container.page.wait_for_function(
+            f"([el, old]) => ({shown})(el) !== old", arg=[container.element_handle(), before]
+        )
+    return sliders.count()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_and_renders_in_jupyterlab(lab, browser: Browser, path: Path):
+    reference = _reference(path)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page_errors: list[str] = []
+    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    try:
+        # ?reset: a fresh workspace, so only this notebook is open
+        page.goto(f"{lab.url}/lab/tree/{path.name}?reset&token={lab.token}")
+        page.wait_for_selector(f"{ACTIVE} .jp-Cell", timeout=60_000)
+        executed = _run_all_and_save(page, lab, lab.root / path.name)
+        _check_errors_only_where_tagged(path.name, executed)
+
+        images = page.locator(f"{ACTIVE} .jp-RenderedImage img")
+        loaded = [images.nth(i).evaluate(IMAGE_LOADED) for i in range(images.count())]
+        assert any(loaded), f"{path.name}: no matplotlib image rendered"
+
+        mermaid = page.locator(f"{ACTIVE} .jp-RenderedMermaid figure img")
+        expected = _has_output(reference, "text/vnd.mermaid")
+        if expected:
+            mermaid.first.scroll_into_view_if_needed()
+            page.wait_for_function(
+                f"n => [...document.querySelectorAll('{ACTIVE} .jp-RenderedMermaid figure img')]"
+                ".filter(i => i.complete && i.naturalWidth > 0).length >= n",
+                arg=expected,
+                timeout=30_000,
+            )
+
+        if _has_output(reference, "application/vnd.jupyter.widget-view+json"):
+            assert _check_widgets_react(page, path.name) > 0, f"{path.name}: no widget control"
+
+        assert page_errors == [], f"{path.name}: JavaScript errors: {page_errors}"
+    finally:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{path.stem}.png"))
+        page.close()
