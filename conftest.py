@@ -13,3 +13,43 @@ for key, value in {
     "PYDEVD_DISABLE_FILE_VALIDATION": "1",
 }.items():
     os.environ.setdefault(key, value)
+
+
+# --- the whole test run must leave the repository as it found it ---------------------------------
+
+
+def _git_status(root: str) -> str | None:
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not os.path.isdir(os.path.join(root, ".git")):
+        return None
+    result = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    return result.stdout if result.returncode == 0 else None
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller, not an xdist worker
+        session.config.stash_git_status = _git_status(str(session.config.rootpath))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = getattr(session.config, "stash_git_status", None)
+    if before is None or hasattr(session.config, "workerinput"):
+        return
+    after = _git_status(str(session.config.rootpath))
+    if after is not None and after != before:
+        changed = sorted(set(after.splitlines()) ^ set(before.splitlines()))
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                "ERROR: the tests changed the repository outside git-ignored folders:\n  "
+                + "\n  ".join(changed),
+                red=True,
+            )
+        session.exitstatus = 1

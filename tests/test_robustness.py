@@ -1,0 +1,119 @@
+"""The course survives how it is really used: any order, no network, nothing left behind.
+
+- Each notebook runs alone in a fresh kernel, with network access blocked for the kernel.
+- All notebooks run in reverse order in *one* kernel, and each leaves torch's global state
+  (grad mode, default dtype, anomaly mode) as it found it, so no chapter depends on another.
+- Running the notebooks writes nothing into the repository outside git-ignored folders.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.network_guard.sitecustomize import block_network
+from tools.kernels import execute_notebook, kernel_env
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+GUARD = REPO / "tests" / "network_guard"
+pytestmark = pytest.mark.slow
+
+OFFLINE_ENV = {"PYTHONPATH": str(GUARD), "COURSE_BLOCK_NETWORK": "1"}
+STATE_CHECK = """\
+import torch as _torch
+assert _torch.is_grad_enabled(), "{name} left grad mode off"
+assert not _torch.is_inference_mode_enabled(), "{name} left inference mode on"
+assert _torch.get_default_dtype() == _torch.float32, "{name} changed the default dtype"
+assert not _torch.is_anomaly_enabled(), "{name} left anomaly detection on"
+"""
+
+
+def _offline_env() -> dict[str, str]:
+    return kernel_env(OFFLINE_ENV)
+
+
+@pytest.fixture
+def no_network():
+    undo = block_network()
+    yield
+    undo()
+
+
+def test_the_guard_blocks_the_network_but_not_loopback(no_network):
+    with pytest.raises(OSError, match="network access is blocked"):
+        urllib.request.urlopen("http://example.com", timeout=5)
+    with pytest.raises(OSError, match="network access is blocked"):
+        socket.create_connection(("93.184.216.34", 80), timeout=5)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        with socket.create_connection(server.getsockname(), timeout=5):
+            pass  # loopback still works
+
+
+def test_the_guard_is_active_inside_a_kernel(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(
+        "import urllib.request\nurllib.request.urlopen('http://example.com')"
+    )
+    cell.metadata["tags"] = ["raises-exception"]
+    nb.cells = [cell]
+    path = tmp_path / "probe.ipynb"
+    nbformat.write(nb, path)
+    executed = execute_notebook(path, env=_offline_env())
+    (error,) = executed.cells[0].outputs
+    assert "network access is blocked" in error["evalue"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_each_notebook_runs_alone_offline(path, tmp_path, no_network):
+    copy = tmp_path / path.name  # a fresh folder: the notebook needs no file beside it
+    shutil.copy(path, copy)
+    execute_notebook(copy, env=_offline_env())  # raises on any error in an untagged cell
+
+
+def test_all_notebooks_in_reverse_order_in_one_kernel(tmp_path, no_network):
+    combined = nbformat.v4.new_notebook()
+    for path in reversed(NOTEBOOKS):
+        combined.cells += nbformat.read(path, as_version=4).cells
+        combined.cells.append(nbformat.v4.new_code_cell(STATE_CHECK.format(name=path.name)))
+    target = tmp_path / "all_reversed.ipynb"
+    nbformat.write(combined, target)
+    execute_notebook(target, env=_offline_env(), timeout=900)
+
+
+def _git_status() -> str | None:
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        return None
+    result = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout
+
+
+def test_running_the_notebooks_writes_nothing_into_the_repository():
+    before = _git_status()
+    if before is None:
+        pytest.skip("not a git checkout")
+    for path in NOTEBOOKS:
+        execute_notebook(path)  # in notebooks/ itself, as a learner's kernel would run
+    assert _git_status() == before
+
+
+@pytest.mark.parametrize("folder", ["build/student", "workspace", "bench", "build/screenshots"])
+def test_what_make_lab_and_the_tools_write_is_git_ignored(folder):
+    if _git_status() is None:
+        pytest.skip("not a git checkout")
+    ignored = subprocess.run(["git", "check-ignore", "-q", folder + "/x"], cwd=REPO)
+    assert ignored.returncode == 0, f"{folder}/ is not git-ignored"
