@@ -1,0 +1,167 @@
+"""check_function against hostile learner code: every kind of broken Function, never a crash.
+
+Each row is one broken Function or callable, a variant of a correct ``Cube`` with a single
+mistake, and a phrase the verdict must contain. Every row must come back as a plain
+``CheckResult`` with ``passed == False`` and its own specific message: the checker may not
+raise, hang, or blame the wrong thing.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.autograd import Function
+
+from autograd_helpers.checks import check_function
+from autograd_helpers.feedback import CheckResult
+
+
+class Cube(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x**3
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * 3 * x**2
+
+
+def variant(**methods):
+    return type("Cube", (Cube,), {k: staticmethod(v) for k, v in methods.items()})
+
+
+def saved(ctx):
+    return ctx.saved_tensors[0]
+
+
+def raises(error):
+    def method(*args):
+        raise error
+
+    return method
+
+
+def forward_recursing(ctx, x):
+    return RECURSING_FORWARD.apply(x)
+
+
+def backward_calling_backward(ctx, grad_output):
+    with torch.enable_grad():
+        RECURSING_BACKWARD.apply(saved(ctx).detach().requires_grad_()).sum().backward()
+    return grad_output
+
+
+def printing_forever(ctx, x):
+    while True:
+        print("debug" * 100)
+
+
+RECURSING_FORWARD = variant(forward=forward_recursing)
+RECURSING_BACKWARD = variant(backward=backward_calling_backward)
+
+
+class NotAFunction:
+    forward = staticmethod(Cube.forward)
+    backward = staticmethod(Cube.backward)
+
+
+class Scale(Function):
+    """Takes a Python number; its variants forget the None it gets."""
+
+    @staticmethod
+    def forward(ctx, x, c):
+        ctx.c = c
+        return x * c
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.c
+
+
+# (kind, broken fn, extra inputs, phrase the verdict must contain)
+HOSTILE = [
+    ("too many gradients", variant(backward=lambda ctx, g: (g, g)), (), "returned 2 gradients"),
+    ("too few gradients", Scale, (2.0,), "returned 1 gradient, but forward takes 2 inputs"),
+    (
+        "gradient for a non-tensor",
+        type("Scale", (Scale,), {"backward": staticmethod(lambda ctx, g: (g * ctx.c, g))}),
+        (2.0,),
+        "`c` is not a tensor (it is a float)",
+    ),
+    ("backward returns a list", variant(backward=lambda ctx, g: [g]), (), "returned a list"),
+    ("gradient is a float", variant(backward=lambda ctx, g: 1.0), (), "is a float, not a tensor"),
+    ("gradient shape", variant(backward=lambda ctx, g: g[:3]), (), "has shape (3,)"),
+    (
+        "gradient dtype",
+        variant(backward=lambda ctx, g: (g * 3 * saved(ctx) ** 2).float()),
+        (),
+        "dtype torch.float32",
+    ),
+    ("gradient device", variant(backward=lambda ctx, g: g.to("meta")), (), "on `meta`"),
+    ("None gradient", variant(backward=lambda ctx, g: None), (), "returned None for `x`"),
+    ("NaN gradient", variant(backward=lambda ctx, g: g * float("nan")), (), "contains nan"),
+    ("inf gradient", variant(backward=lambda ctx, g: g / (saved(ctx) * 0)), (), "contains"),
+    (
+        "wrong gradient values",
+        variant(backward=lambda ctx, g: g * saved(ctx)),
+        (),
+        "is off compared with",
+    ),
+    ("forward returns numpy", variant(forward=lambda ctx, x: x.detach().numpy()), (), "numpy"),
+    ("forward returns a float", variant(forward=lambda ctx, x: 1.0), (), "returned a float"),
+    ("forward returns a list", variant(forward=lambda ctx, x: [x**3]), (), "returned a list"),
+    (
+        "forward returns a tuple",
+        variant(forward=lambda ctx, x: (x**3, x)),
+        (),
+        "tuple of 2 values, but one tensor is expected",
+    ),
+    ("output shape", variant(forward=lambda ctx, x: x[:2] ** 3), (), "has shape (2,)"),
+    ("output dtype", variant(forward=lambda ctx, x: (x**3).float()), (), "dtype torch.float32"),
+    ("output device", variant(forward=lambda ctx, x: torch.empty(5, device="meta")), (), "`meta`"),
+    ("output NaN", variant(forward=lambda ctx, x: x * float("nan")), (), "contains nan"),
+    ("output inf", variant(forward=lambda ctx, x: x / 0), (), "contains"),
+    ("wrong output values", variant(forward=lambda ctx, x: x**2), (), "does not match"),
+    ("in-place input change", variant(forward=lambda ctx, x: x.mul_(2)), (), "in place"),
+    (
+        "exception in forward",
+        variant(forward=raises(KeyError("k"))),
+        (),
+        "forward raised an exception",
+    ),
+    (
+        "exception in backward",
+        variant(backward=raises(ZeroDivisionError("z"))),
+        (),
+        "backward raised an exception",
+    ),
+    ("recursion in forward", RECURSING_FORWARD, (), "RecursionError"),
+    ("backward calls backward", RECURSING_BACKWARD, (), "nested 16 deep"),
+    ("printing without end", variant(forward=printing_forever), (), "printed too much"),
+    ("graph cut", lambda x: x.detach() ** 3, (), "does not require grad"),
+    ("not a Function subclass", NotAFunction, (), "not a subclass of `torch.autograd.Function`"),
+    ("an instance", None, (), "not an instance"),  # built in the test (instantiation warns)
+    ("None instead of code", None, (), "got None"),
+    ("a number instead of code", 42, (), "got int"),
+]
+KINDS = [row[0] for row in HOSTILE]
+
+
+def test_there_are_at_least_15_distinct_kinds():
+    assert len(set(KINDS)) == len(KINDS) >= 15
+
+
+@pytest.mark.parametrize(("kind", "fn", "extra", "phrase"), HOSTILE, ids=KINDS)
+def test_hostile_code_gets_a_specific_verdict_and_never_a_crash(kind, fn, extra, phrase):
+    if kind == "an instance":
+        with pytest.warns(DeprecationWarning):
+            fn = Cube()
+    x = torch.linspace(-1.5, 1.3, 5)
+    reference = None if extra else (lambda t: t**3)
+    result = check_function(fn, x, *extra, reference=reference, name="broken")
+    assert isinstance(result, CheckResult)
+    assert result.passed is False and result.status == "failed", result.message
+    assert phrase in result.message, f"{kind}: {result.message}"
+    assert len(result.message) < 3000  # feedback, not a flood
