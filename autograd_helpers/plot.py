@@ -54,6 +54,9 @@ def plot_curves(
         >>> plot_curves(x, {"sin": x.sin(), "cos": x.cos()}, title="two waves")
         <Figure size 640x320 with 1 Axes>
     """
+    for name, text in {"title": title, "xlabel": xlabel, "ylabel": ylabel}.items():
+        if not isinstance(text, str):
+            raise TypeError(f"plot_curves(): {name} must be a str, got {type(text).__name__}")
     xs = _as_line("x", x, None)
     if not isinstance(curves, Mapping) or not curves:
         raise ValueError("plot_curves(): curves must be a non-empty mapping of label -> tensor")

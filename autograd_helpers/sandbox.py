@@ -220,6 +220,14 @@ def run_learner_code(
         >>> outcome.error.describe()
         'ZeroDivisionError: division by zero'
     """
+    if not callable(function):
+        raise TypeError(
+            f"run_learner_code(): function must be callable, got {type(function).__name__}"
+        )
+    if isinstance(output_limit, bool) or not isinstance(output_limit, int) or output_limit < 1:
+        raise ValueError(
+            f"run_learner_code(): output_limit must be a positive int, got {output_limit!r}"
+        )
     stream = _CappedText(output_limit)
     try:
         with (

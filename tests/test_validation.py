@@ -1,0 +1,130 @@
+"""Every public helper that takes arguments refuses bad ones, naming the argument.
+
+One representative bad call per public callable (each module's own tests try more). The
+completeness test fails when a public callable is added without a row here or a stated
+reason for being exempt, so validation cannot silently be forgotten.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import autograd_helpers as ah
+from autograd_helpers import (
+    checks,
+    environment,
+    functions,
+    graph,
+    memory,
+    modules,
+    plot,
+    sandbox,
+    widgets,
+    wrap,
+)
+
+PUBLIC_MODULES = [
+    checks,
+    environment,
+    functions,
+    graph,
+    memory,
+    modules,
+    plot,
+    sandbox,
+    widgets,
+    wrap,
+]
+X = torch.ones(2, 3)
+
+# name -> (bad call, exception, argument named in the message)
+BAD_CALLS = {
+    "setup_notebook": (lambda: ah.setup_notebook(seed=-1), ValueError, "seed"),
+    "show_source": (lambda: ah.show_source(3), TypeError, "obj"),
+    "check_function": (lambda: checks.check_function(torch.sin, X, atol=-1), ValueError, "atol"),
+    "check_tensor": (lambda: checks.check_tensor(X, "expected"), TypeError, "expected"),
+    "course_pins": (lambda: environment.course_pins("lab"), TypeError, "extras"),
+    "exp": (lambda: functions.exp(torch.arange(3)), TypeError, "input"),
+    "sigmoid": (lambda: functions.sigmoid("x"), TypeError, "input"),
+    "relu": (lambda: functions.relu(None), TypeError, "input"),
+    "mul_constant": (lambda: functions.mul_constant(X, "2"), TypeError, "constant"),
+    "linear": (lambda: functions.linear(X, torch.ones(4, 5)), ValueError, "weight"),
+    "scale_grad": (lambda: functions.scale_grad(X, float("nan")), ValueError, "coeff"),
+    "square_and_max_pool1d": (
+        lambda: functions.square_and_max_pool1d(torch.ones(1, 4), 2, stride=0),
+        ValueError,
+        "stride",
+    ),
+    "autograd_graph": (lambda: graph.autograd_graph(X), ValueError, "tensor"),
+    "saved_tensor_bytes": (lambda: memory.saved_tensor_bytes("f"), TypeError, "fn"),
+    "Linear": (lambda: modules.Linear(0, 2), ValueError, "in_features"),
+    "plot_curves": (
+        lambda: plot.plot_curves(torch.ones(2), {"a": torch.ones(2)}, title=3),
+        TypeError,
+        "title",
+    ),
+    "run_learner_code": (lambda: sandbox.run_learner_code(5), TypeError, "function"),
+    "nested_backward_limit": (
+        lambda: sandbox.nested_backward_limit(0).__enter__(),
+        ValueError,
+        "max_depth",
+    ),
+    "tangent_explorer": (lambda: widgets.tangent_explorer(torch.sin, step=-1), ValueError, "step"),
+    "wrap_builtin": (lambda: wrap.wrap_builtin("max_pool1d"), TypeError, "fn"),
+}
+
+# Function classes are exempt: .apply checks nothing by design; their wrappers validate.
+FUNCTION_WRAPPERS = {
+    "Exp": "exp",
+    "Sigmoid": "sigmoid",
+    "ReLU": "relu",
+    "MulConstant": "mul_constant",
+    "LinearFunction": "linear",
+    "ScaleGrad": "scale_grad",
+    "SquareAndMaxPool1d": "square_and_max_pool1d",
+}
+
+# name -> why it needs no validation of its own
+EXEMPT = {
+    **{
+        cls: f"a Function class; {wrapper}() validates"
+        for cls, wrapper in FUNCTION_WRAPPERS.items()
+    },
+    "check_environment": "takes no arguments",
+    "EnvironmentReport": "a result type, built by check_environment",
+    "AutogradGraph": "a result type, built by autograd_graph",
+    "LearnerError": "a result type, built by run_learner_code",
+    "Outcome": "a result type, built by run_learner_code",
+    "OutputLimitError": "an exception type",
+    "NestedBackwardError": "an exception type",
+    "MAX_NESTED_BACKWARD": "a constant",
+}
+
+
+def _public_callables() -> dict[str, object]:
+    found = {"setup_notebook": ah.setup_notebook, "show_source": ah.show_source}
+    for module in PUBLIC_MODULES:
+        for name in module.__all__:
+            found[name] = getattr(module, name)
+    return found
+
+
+def test_every_public_callable_is_validated_or_exempt_with_a_reason():
+    missing = sorted(set(_public_callables()) - set(BAD_CALLS) - set(EXEMPT))
+    assert not missing, f"public helpers without a bad-argument test: {missing}"
+    stale = sorted((set(BAD_CALLS) | set(EXEMPT)) - set(_public_callables()))
+    assert not stale, f"rows for names that are no longer public: {stale}"
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CALLS))
+def test_a_bad_argument_raises_naming_it(name):
+    call, error, argument = BAD_CALLS[name]
+    with pytest.raises(error) as info:
+        call()
+    assert argument in str(info.value), str(info.value)
+    assert error in (TypeError, ValueError)
+
+
+def test_every_function_class_has_a_validated_wrapper():
+    assert set(FUNCTION_WRAPPERS.values()) <= set(BAD_CALLS)
