@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from tests.git_state import git_status
+
 # Same as the Makefile exports, for a bare `pytest` run: native log lines escape the
 # kernels' output capture, so silence them at the source.
 for key, value in {
@@ -18,31 +20,16 @@ for key, value in {
 # --- the whole test run must leave the repository as it found it ---------------------------------
 
 
-def _git_status(root: str) -> str | None:
-    import shutil
-    import subprocess
-
-    if shutil.which("git") is None or not os.path.isdir(os.path.join(root, ".git")):
-        return None
-    result = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-    )
-    return result.stdout if result.returncode == 0 else None
-
-
 def pytest_sessionstart(session):
     if not hasattr(session.config, "workerinput"):  # the controller, not an xdist worker
-        session.config.stash_git_status = _git_status(str(session.config.rootpath))
+        session.config.stash_git_status = git_status(session.config.rootpath)
 
 
 def pytest_sessionfinish(session, exitstatus):
     before = getattr(session.config, "stash_git_status", None)
     if before is None or hasattr(session.config, "workerinput"):
         return
-    after = _git_status(str(session.config.rootpath))
+    after = git_status(session.config.rootpath)
     if after is not None and after != before:
         changed = sorted(set(after.splitlines()) ^ set(before.splitlines()))
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -15,34 +15,7 @@ from torch.autograd.function import once_differentiable
 
 from autograd_helpers.checks import check_function, check_tensor
 from autograd_helpers.feedback import CheckResult
-
-
-class Cube(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x**3
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (x,) = ctx.saved_tensors
-        return grad_output * 3 * x**2
-
-
-def cube(x):
-    return x**3
-
-
-def variant(**methods):
-    """Cube with some methods replaced (each given as a plain function)."""
-    return type("Cube", (Cube,), {k: staticmethod(v) for k, v in methods.items()})
-
-
-def saved(ctx):
-    return ctx.saved_tensors[0]
-
-
-X = torch.linspace(-1.5, 1.3, 5)
+from tests.learner_code import Cube, X, cube, saved, variant
 
 
 def check(fn, *inputs, **options):
@@ -239,24 +212,6 @@ def test_a_little_printing_is_shown_not_lost():
 def test_a_graph_cut_in_a_plain_callable():
     result = check(lambda x: torch.from_numpy(x.detach().numpy() ** 3), name="numpy_cube")
     assert_fails(result, "numpy_cube: the output does not require grad", "cut the graph")
-
-
-def test_a_missing_none_for_a_non_tensor_input_is_explained():
-    class Scale(Function):
-        @staticmethod
-        def forward(ctx, x, c):
-            ctx.c = c
-            return x * c
-
-        @staticmethod
-        def backward(ctx, grad_output):
-            return grad_output * ctx.c
-
-    result = check_function(Scale, X, 2.0)
-    assert_fails(result, "returned 1 gradient, but forward takes 2 inputs", "get `None`: `c`")
-
-    Scale.backward = staticmethod(lambda ctx, g: (g * ctx.c, g))
-    assert_fails(check_function(Scale, X, 2.0), "`c` is not a tensor (it is a float)")
 
 
 # --- gradient values ---------------------------------------------------------------------------

@@ -10,30 +10,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.autograd import Function
 
 from autograd_helpers.checks import check_function
 from autograd_helpers.feedback import CheckResult
-
-
-class Cube(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x**3
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        (x,) = ctx.saved_tensors
-        return grad_output * 3 * x**2
-
-
-def variant(**methods):
-    return type("Cube", (Cube,), {k: staticmethod(v) for k, v in methods.items()})
-
-
-def saved(ctx):
-    return ctx.saved_tensors[0]
+from tests.learner_code import Cube, ScaleForgettingNone, X, cube, saved, variant
 
 
 def raises(error):
@@ -67,26 +47,23 @@ class NotAFunction:
     backward = staticmethod(Cube.backward)
 
 
-class Scale(Function):
-    """Takes a Python number; its variants forget the None it gets."""
-
-    @staticmethod
-    def forward(ctx, x, c):
-        ctx.c = c
-        return x * c
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        return grad_output * ctx.c
-
-
 # (kind, broken fn, extra inputs, phrase the verdict must contain)
 HOSTILE = [
     ("too many gradients", variant(backward=lambda ctx, g: (g, g)), (), "returned 2 gradients"),
-    ("too few gradients", Scale, (2.0,), "returned 1 gradient, but forward takes 2 inputs"),
+    (
+        "too few gradients",
+        ScaleForgettingNone,
+        (2.0,),
+        "one gradient per forward input (`x`, `c`), in the same order.\n"
+        "   Inputs that are not tensors get `None`: `c`",
+    ),
     (
         "gradient for a non-tensor",
-        type("Scale", (Scale,), {"backward": staticmethod(lambda ctx, g: (g * ctx.c, g))}),
+        type(
+            "Scale",
+            (ScaleForgettingNone,),
+            {"backward": staticmethod(lambda ctx, g: (g * ctx.c, g))},
+        ),
         (2.0,),
         "`c` is not a tensor (it is a float)",
     ),
@@ -158,9 +135,8 @@ def test_hostile_code_gets_a_specific_verdict_and_never_a_crash(kind, fn, extra,
     if kind == "an instance":
         with pytest.warns(DeprecationWarning):
             fn = Cube()
-    x = torch.linspace(-1.5, 1.3, 5)
-    reference = None if extra else (lambda t: t**3)
-    result = check_function(fn, x, *extra, reference=reference, name="broken")
+    reference = None if extra else cube
+    result = check_function(fn, X, *extra, reference=reference, name="broken")
     assert isinstance(result, CheckResult)
     assert result.passed is False and result.status == "failed", result.message
     assert phrase in result.message, f"{kind}: {result.message}"

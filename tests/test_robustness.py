@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tests.git_state import git_status
 from tests.network_guard.sitecustomize import block_network
 from tools.kernels import execute_notebook, kernel_env
 
@@ -90,16 +91,7 @@ def test_all_notebooks_in_reverse_order_in_one_kernel(tmp_path, no_network):
 
 
 def _git_status() -> str | None:
-    if shutil.which("git") is None or not (REPO / ".git").exists():
-        return None
-    result = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return result.stdout
+    return git_status(REPO)
 
 
 def test_running_the_notebooks_writes_nothing_into_the_repository():
