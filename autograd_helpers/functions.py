@@ -307,7 +307,7 @@ class SquareAndMaxPool1d(Function):
     Each output element *is* one input element, its window's winner, so the gradient of the
     squares is ``grad_output`` sent back to the winners' positions. Windows overlap when
     ``stride < kernel_size``, and one element can then win several of them: it must receive
-    the *sum* of their gradients, hence ``scatter_add``; ``scatter`` would keep only one.
+    the *sum* of their gradients, hence ``scatter_add_``; ``scatter_`` would keep only one.
     """
 
     @staticmethod
@@ -330,8 +330,10 @@ class SquareAndMaxPool1d(Function):
     def backward(ctx: Any, grad_output: Tensor) -> tuple[Tensor | None, ...]:
         input, indices = ctx.saved_tensors
         # 1. route each output's gradient to the input position that won its window,
-        #    adding up where one position won several windows;
-        grad_squares = torch.zeros_like(input).scatter_add(-1, indices, grad_output)
+        #    adding up where one position won several windows. The zeros come from
+        #    grad_output so that under vmap they are batched like it, which makes the
+        #    in-place add safe (and much faster than an out-of-place scatter_add);
+        grad_squares = grad_output.new_zeros(input.shape).scatter_add_(-1, indices, grad_output)
         # 2. chain rule through the square: d(x^2)/dx = 2x.
         return grad_squares * 2 * input, None, None, None, None, None
 
