@@ -23,6 +23,7 @@ help:
 	@echo "make outputs    re-execute the reference notebooks in place (maintainers)"
 	@echo "make student   build student notebooks into build/student/"
 	@echo "make workspace  copy new student notebooks into workspace/ (never overwrites)"
+	@echo "make bench      measure the course; writes bench/results.json and bench/results.md"
 	@echo "make clean      remove build/ and caches (keeps workspace/ and .venv/)"
 
 $(STAMP): pyproject.toml
@@ -48,6 +49,9 @@ lint: setup
 
 outputs: setup
 	$(BIN)/python -m tools.outputs
+
+bench: setup
+	$(BIN)/python -m tools.bench $(BENCH_ARGS)
 
 student: setup
 	$(BIN)/python -m tools.student
