@@ -399,13 +399,19 @@ def square_and_max_pool1d(
 def _window_of_only_padding(
     length: int, kernel_size: int, stride: int, padding: int, dilation: int, ceil_mode: bool
 ) -> int | None:
-    """The first pooling window that holds no input element, or ``None`` (sizes as in PyTorch)."""
+    """The first pooling window that holds no input element, or ``None`` (sizes as in PyTorch).
+
+    A window that starts inside the input holds its first element, so only windows that
+    start in the left or right padding need looking at: a few, however long the input.
+    """
     span = dilation * (kernel_size - 1) + 1
     extra = stride - 1 if ceil_mode else 0
     windows = (length + 2 * padding - span + extra) // stride + 1
     if ceil_mode and (windows - 1) * stride >= length + padding:
         windows -= 1  # PyTorch drops a last window that would start in the right padding
-    for window in range(windows):
+    starts_left = min(windows, -(-padding // stride))  # windows starting before position 0
+    starts_right = max(starts_left, -(-(length + padding) // stride))  # at or after `length`
+    for window in [*range(starts_left), *range(starts_right, windows)]:
         start = window * stride - padding
         if not any(0 <= start + k * dilation < length for k in range(kernel_size)):
             return window

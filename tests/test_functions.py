@@ -7,6 +7,7 @@ the registry, so a new Function gets all of them by adding one entry.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -342,3 +343,19 @@ X = torch.ones(2, 3, 8)
 def test_bad_arguments_raise_naming_the_argument(call, error, phrase):
     with pytest.raises(error, match=phrase):
         call()
+
+
+def test_the_empty_window_check_agrees_with_the_builtin_everywhere():
+    # Only windows that start in the padding are examined (fast for long inputs); compare
+    # with max_pool1d's own answer (-inf for a window of padding only) over every small case.
+    from autograd_helpers.functions import _window_of_only_padding
+
+    for kernel, stride, padding, dilation, ceil_mode, length in itertools.product(
+        range(1, 6), range(1, 6), range(3), range(1, 4), (False, True), range(1, 15)
+    ):
+        if padding > kernel // 2 or length + 2 * padding < dilation * (kernel - 1) + 1:
+            continue
+        pooled = F.max_pool1d(torch.ones(1, length), kernel, stride, padding, dilation, ceil_mode)
+        expected = int(pooled.isinf().nonzero()[0, 1]) if pooled.isinf().any() else None
+        found = _window_of_only_padding(length, kernel, stride, padding, dilation, ceil_mode)
+        assert found == expected, (kernel, stride, padding, dilation, ceil_mode, length)

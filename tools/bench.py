@@ -272,6 +272,10 @@ def _row(*cells: object) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
+def _table(title: str, header: tuple[str, ...], rows: list[str]) -> list[str]:
+    return ["", f"## {title}", "", _row(*header), _row(*["---"] * len(header)), *rows]
+
+
 def _headline(results: dict[str, Any]) -> list[str]:
     met = results["met"]
 
@@ -280,8 +284,6 @@ def _headline(results: dict[str, Any]) -> list[str]:
 
     at_1e6 = [r["ratio_vs_builtin"] for r in results["functions"] if r["numel"] >= 900_000]
     rows = [
-        _row("figure", "value", "target"),
-        _row("---", "---", "---"),
         _row(
             "course / (floor × notebooks)",
             results["course_over_floor"],
@@ -309,9 +311,19 @@ def _headline(results: dict[str, Any]) -> list[str]:
     return rows
 
 
+FUNCTION_HEADER = (
+    "Function",
+    "elements",
+    "ours",
+    "built-in composition",
+    "ratio",
+    "fused built-in",
+    "saved bytes (ours / composition)",
+)
+
+
 def _function_rows(results: dict[str, Any]) -> list[str]:
-    header = ("Function", "elements", "ours", "built-in composition", "ratio", "fused built-in")
-    rows = [_row(*header, "saved bytes (ours / composition)"), _row(*["---"] * 7)]
+    rows = []
     for r in results["functions"]:
         fused = "–"
         if "ratio_vs_fused" in r:
@@ -335,46 +347,33 @@ How to read the Function table: a backward written as several elementwise operat
 allocates a temporary for each. At a million elements that allocation, not the arithmetic,
 dominates, and a fused built-in does the same work in one kernel. On a virtual machine whose
 first-touch page faults are expensive (the course's CI machine is one), allocation-heavy code
-such as SquareAndMaxPool1d's backward stalls far beyond its CPU time. Backward formulas stay
-out-of-place on purpose: in-place ones break vmap (batched gradients, `jacrev`, `hessian`).
+stalls well beyond its CPU time. Backward formulas write in place only into tensors they
+created from `grad_output`: in place into anything else breaks vmap (batched gradients,
+`jacrev`, `hessian`).
 """
 
 
 def to_markdown(results: dict[str, Any]) -> str:
     machine = results["machine"]
+    notebooks = [
+        _row(r["name"], f"{r['wall_s']} s", f"{r['peak_rss_mb']} MB") for r in results["notebooks"]
+    ]
+    floor = f"{results['floor_s']} s", f"{results['floor_peak_rss_mb']} MB"
+    notebooks.append(_row("*floor: import torch + autograd_helpers*", *floor))
+    jacobians = [_row(r["method"], r["n"], _seconds(r["median_s"])) for r in results["jacobian"]]
     lines = [
         "# Benchmark results",
         "",
         f"{machine['date']} · Python {machine['python']} · torch {machine['torch']} · "
         f"{machine['cpus']} CPUs · {machine['threads']} torch thread",
-        "",
-        "## Headline figures",
-        "",
-        *_headline(results),
-        "",
-        "## Notebooks (each in a fresh kernel)",
-        "",
-        _row("notebook", "wall", "peak RSS"),
-        _row("---", "---", "---"),
-        *(
-            _row(r["name"], f"{r['wall_s']} s", f"{r['peak_rss_mb']} MB")
-            for r in results["notebooks"]
+        *_table("Headline figures", ("figure", "value", "target"), _headline(results)),
+        *_table("Notebooks (each in a fresh kernel)", ("notebook", "wall", "peak RSS"), notebooks),
+        *_table(
+            "Teaching Functions, forward + backward (median)",
+            FUNCTION_HEADER,
+            _function_rows(results),
         ),
-        _row(
-            "*floor: import torch + autograd_helpers*",
-            f"{results['floor_s']} s",
-            f"{results['floor_peak_rss_mb']} MB",
-        ),
-        "",
-        "## Teaching Functions, forward + backward (median)",
-        "",
-        *_function_rows(results),
-        "",
-        "## Jacobian strategies (median)",
-        "",
-        _row("method", "n", "time"),
-        _row("---", "---", "---"),
-        *(_row(r["method"], r["n"], _seconds(r["median_s"])) for r in results["jacobian"]),
+        *_table("Jacobian strategies (median)", ("method", "n", "time"), jacobians),
         "",
         NOTES,
     ]
