@@ -97,3 +97,7 @@ def test_targets_are_reported_as_met_or_not():
     assert "| course / (floor × notebooks) | 4.0 | < 3 ✗ |" in text
     assert "| `make test`, installed | 120.0 s | < 300 s ✓ |" in text
     assert "| 00.ipynb | 5.0 s | 300.0 MB |" in text
+    bad["make_test_passed"] = False
+    bad.update(bench._targets(bad))
+    assert bad["met"]["make_test_s"] is False
+    assert "| `make test`, installed | 120.0 s (FAILED) | < 300 s ✗ |" in bench.to_markdown(bad)

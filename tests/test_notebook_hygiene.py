@@ -102,3 +102,13 @@ def test_notebook_shape(path):
     assert any("## Summary" in "".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     metadata = json.loads(path.read_text(encoding="utf-8"))["metadata"]
     assert metadata["kernelspec"]["name"] == "python3"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_valid_nbformat_with_unique_cell_ids(path):
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)  # raises on a schema violation
+    ids = [cell.id for cell in nb.cells]
+    assert len(ids) == len(set(ids)), f"{path.name}: duplicate cell ids"
