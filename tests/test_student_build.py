@@ -111,7 +111,7 @@ def test_build_clears_outputs_keeps_tags_and_marks_the_copy(tmp_path):
     cell = student.cells[1]
     assert cell.outputs == [] and cell.execution_count is None
     assert cell.metadata["tags"] == ["raises-exception"]
-    assert "notebooks/demo.ipynb" in student.cells[0].source
+    assert "solutions/demo.ipynb" in student.cells[0].source
     assert student.metadata["autograd_course"] == {"reference": "notebooks/demo.ipynb"}
 
 

@@ -108,3 +108,37 @@ def test_missing_student_build_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["--student", str(tmp_path / "empty"), "--workspace", str(tmp_path / "w")]) == 1
     assert "has no notebooks" in capsys.readouterr().err
+
+
+@pytest.fixture
+def references(tmp_path):
+    folder = tmp_path / "reference"
+    folder.mkdir()
+    (folder / "00_start.ipynb").write_text('{"solution": 1}')
+    return folder
+
+
+def test_solutions_are_copied_read_only(dirs, references):
+    student, workspace = dirs
+    report = sync_workspace(student, workspace, references)
+    assert "added solutions/00_start.ipynb (read-only)" in report
+    solution = workspace / "solutions" / "00_start.ipynb"
+    assert solution.read_text() == '{"solution": 1}'
+    assert solution.stat().st_mode & 0o777 == 0o444
+
+
+def test_an_untouched_solution_is_updated_a_changed_one_kept(dirs, references):
+    student, workspace = dirs
+    sync_workspace(student, workspace, references)
+    (references / "00_start.ipynb").write_text('{"solution": 2}')
+    assert "updated solutions/00_start.ipynb" in sync_workspace(student, workspace, references)
+    solution = workspace / "solutions" / "00_start.ipynb"
+    assert solution.read_text() == '{"solution": 2}'
+
+    solution.chmod(0o644)  # a learner who insists on writing into it
+    solution.write_text('{"my": "notes"}')
+    (references / "00_start.ipynb").write_text('{"solution": 3}')
+    report = sync_workspace(student, workspace, references)
+    assert any("kept your changed solutions/00_start.ipynb" in line for line in report)
+    assert solution.read_text() == '{"my": "notes"}'
+    assert (workspace / "solutions" / "00_start.new.ipynb").read_text() == '{"solution": 3}'

@@ -34,8 +34,8 @@ from tools.course import REPO, reference_notebooks
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 STUB_MESSAGE = "Exercise: replace this line with your code"
 YOUR_COPY_NOTE = (
-    "\n\n> **Your copy.** This notebook is yours: write the exercises here. The reference, "
-    "with every solution, is `notebooks/{name}` in the course folder."
+    "\n\n> **Your copy.** This notebook is yours: write the exercises here. Stuck? The "
+    "reference, with every solution, is `solutions/{name}` beside it (read-only)."
 )
 
 __all__ = ["BEGIN", "END", "StudentBuildError", "build_student_notebook", "student_source"]

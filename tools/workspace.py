@@ -8,6 +8,11 @@
   copy alone and write the new version beside it as ``NAME.new.ipynb`` (or ``NAME.new-2.ipynb``
   and so on, when the learner has edited an earlier ``.new`` file), and say so.
 
+The reference notebooks, solutions and outputs included, go to ``workspace/solutions/``,
+read-only, so that JupyterLab (which serves only the workspace) can show them. They are the
+course's, not the learner's: a newer version replaces one the learner has not changed; a
+changed one is kept and the new version written beside it.
+
 Which course version each copy came from is kept in ``workspace/.course-versions.json``.
 Files are created with exclusive mode, so even a file that appears between the check and
 the write is never overwritten.
@@ -91,11 +96,48 @@ def _place_new_version(
     return candidate.name
 
 
-def sync_workspace(student_dir: Path, workspace: Path) -> list[str]:
+SOLUTIONS = "solutions"
+READ_ONLY = 0o444
+
+
+def _sync_solution(source: Path, folder: Path, manifest: dict[str, dict[str, str]]) -> str | None:
+    """Put a read-only copy of the reference notebook ``source`` in ``folder``."""
+    data = source.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    record = manifest.setdefault(f"{SOLUTIONS}/{source.name}", {})
+    target = folder / source.name
+    if _create(target, data):
+        target.chmod(READ_ONLY)
+        record["base"] = digest
+        return f"added {SOLUTIONS}/{source.name} (read-only)"
+    current = _digest(target)
+    if current == digest:
+        record["base"] = digest
+        return None
+    if current == record.get("base"):  # our previous version, untouched: replace it
+        _replace_atomically(target, data)
+        target.chmod(READ_ONLY)
+        record["base"] = digest
+        return f"updated {SOLUTIONS}/{source.name}"
+    new_name = _place_new_version(folder, source.name, data, digest, record)
+    (folder / new_name).chmod(READ_ONLY)
+    return f"kept your changed {SOLUTIONS}/{source.name}; the course's is beside it as {new_name}"
+
+
+def sync_workspace(
+    student_dir: Path, workspace: Path, reference_dir: Path | None = None
+) -> list[str]:
     """Bring ``workspace`` up to date with ``student_dir``; return one line per action.
 
     Never modifies or deletes a file that exists in ``workspace`` except its own records
-    (the manifest, and a ``.new`` file it wrote that the learner has not edited).
+    (the manifest, and a ``.new`` file it wrote that the learner has not edited) and the
+    read-only reference copies in ``solutions/`` that the learner has not changed.
+
+    Args:
+        student_dir: the student notebooks (``make student`` builds them).
+        workspace: the learner's folder.
+        reference_dir: the reference notebooks to copy into ``workspace/solutions/``;
+            ``None`` leaves ``solutions/`` alone.
     """
     if not student_dir.is_dir():
         raise FileNotFoundError(f"{student_dir} does not exist; run `make student` first")
@@ -124,6 +166,12 @@ def sync_workspace(student_dir: Path, workspace: Path) -> list[str]:
             f"kept your {name}; the course has a newer version of it, written beside it as "
             f"{new_name} (compare them and copy over what you want)"
         )
+    if reference_dir is not None:
+        (workspace / SOLUTIONS).mkdir(exist_ok=True)
+        for source in sorted(reference_dir.glob("*.ipynb")):
+            line = _sync_solution(source, workspace / SOLUTIONS, manifest)
+            if line is not None:
+                report.append(line)
     _replace_atomically(
         workspace / MANIFEST, (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()
     )
@@ -134,9 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.workspace", description=__doc__)
     parser.add_argument("--student", type=Path, default=REPO / "build" / "student")
     parser.add_argument("--workspace", type=Path, default=REPO / "workspace")
+    parser.add_argument("--reference", type=Path, default=REPO / "notebooks")
     args = parser.parse_args(argv)
     try:
-        report = sync_workspace(args.student, args.workspace)
+        report = sync_workspace(args.student, args.workspace, args.reference)
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
