@@ -41,12 +41,13 @@ def _from_error(label: str, stage: str, outcome: Outcome) -> CheckResult:
     error = outcome.error
     assert error is not None
     if error.is_stub:
-        where = f"The stub is {error.where.split(':')[0]}. " if error.where else ""
+        function = error.where.split(",")[0].removeprefix("in ") if error.where else ""
+        where = f" in `{function}`" if function else ""
         return CheckResult(
             "not implemented",
             f"{label}: not implemented yet.",
             (
-                f"{where}Replace its `raise NotImplementedError` with your code, then run this "
+                f"Replace the `raise NotImplementedError`{where} with your code, then run this "
                 "cell again.",
             ),
         )
@@ -231,7 +232,7 @@ def check_function(
     names = argument_names(fn, len(inputs))
     leaves = _float64_leaves(inputs, wrt_list)
     originals = [x.detach().clone() if isinstance(x, Tensor) else x for x in leaves]
-    recorded: list[object] = []
+    recorded: list[tuple[object, bool]] = []
     call, plain_call = entry_points(fn, recorded)
 
     # 1. forward
@@ -264,7 +265,16 @@ def check_function(
     )
     printed += outcome.printed
     if is_function and recorded:
-        verdict = inspect_raw_gradients(recorded[0], inputs, leaves, names, wrt_list)
+        raw, changed_grad_output = recorded[0]
+        if changed_grad_output:
+            return _fail(
+                label,
+                "backward changed `grad_output` in place.",
+                "`grad_output` belongs to autograd, which may pass the same tensor on elsewhere: "
+                "compute a new tensor (`grad_output * 2`, not `grad_output.mul_(2)`).",
+                printed=printed,
+            )
+        verdict = inspect_raw_gradients(raw, inputs, leaves, names, wrt_list)
         if verdict is not None:
             return _fail(label, verdict.title, *verdict.details, printed=printed)
     if outcome.error is not None:
@@ -288,6 +298,7 @@ def check_function(
             [names[i] for i in wrt_list],
             grad_outputs,
             source,
+            inputs=sources,
             atol=atol,
             rtol=rtol,
             is_function=is_function,

@@ -43,6 +43,7 @@ class Mismatch:
     """The worst element where ``got`` and ``expected`` differ beyond the tolerance."""
 
     index: str  # "[1, 2]", or "" for a scalar
+    flat_index: int
     got: float
     expected: float
     count: int  # how many elements are off
@@ -78,6 +79,7 @@ def first_mismatch(got: Tensor, expected: Tensor, *, atol: float, rtol: float) -
     worst = int(badness.reshape(-1).argmax())
     return Mismatch(
         index=_index(worst, got.shape),
+        flat_index=worst,
         got=float(got64.reshape(-1)[worst]),
         expected=float(expected64.reshape(-1)[worst]),
         count=int(bad.sum()),

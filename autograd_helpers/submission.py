@@ -12,6 +12,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import torch
+from torch import Tensor
 from torch.autograd import Function
 
 from autograd_helpers.feedback import CheckResult
@@ -72,25 +74,34 @@ def argument_names(fn: object, count: int) -> list[str]:
     return names
 
 
-def spy(fn: type[Function], record: list[object]) -> type[Function]:
+def spy(fn: type[Function], record: list[tuple[object, bool]]) -> type[Function]:
     """A subclass of ``fn`` whose backward also records what ``fn``'s backward returned.
 
     The engine silently casts a gradient's dtype and turns other mistakes into terse errors;
-    the raw return value lets the checker say exactly what was wrong.
+    the raw return value lets the checker say exactly what was wrong. Each record is
+    ``(returned, changed)``, where ``changed`` says whether backward modified a
+    ``grad_output`` in place (a tensor the engine owns, and may pass to other nodes).
     """
     overrides_vjp = fn.backward is Function.backward and fn.vjp is not Function.vjp
     method = "vjp" if overrides_vjp else "backward"
     original = getattr(fn, method)
 
     def recording(ctx: Any, *grad_outputs: Any) -> Any:
+        before = [g.clone() if isinstance(g, Tensor) else g for g in grad_outputs]
         result = original(ctx, *grad_outputs)
-        record.append(result)
+        changed = any(
+            isinstance(g, Tensor) and not torch.equal(g, b)
+            for g, b in zip(grad_outputs, before, strict=True)
+        )
+        record.append((result, changed))
         return result
 
     return type(fn.__name__, (fn,), {method: staticmethod(recording)})
 
 
-def entry_points(fn: object, record: list[object]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def entry_points(
+    fn: object, record: list[tuple[object, bool]]
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """``(call, plain_call)``: ``call`` records backward's raw return (Functions only)."""
     if isinstance(fn, type) and issubclass(fn, Function):
         return spy(fn, record).apply, fn.apply

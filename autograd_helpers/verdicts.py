@@ -222,13 +222,19 @@ def compare_gradients(
     grad_outputs: Sequence[Tensor],
     source: str,
     *,
+    inputs: Sequence[Tensor],
     atol: float,
     rtol: float,
     is_function: bool,
 ) -> Verdict | None:
-    """Judge the gradients' values against ``expected`` (from ``source``)."""
+    """Judge the gradients' values against ``expected`` (from ``source``).
+
+    ``inputs`` are the tensors the gradients belong to, in the same order: for an
+    elementwise function the verdict quotes the input and ``grad_output`` at the worst
+    element, so the learner can redo the arithmetic by hand.
+    """
     only_output = grad_outputs[0] if len(grad_outputs) == 1 else None
-    for grad, want, name in zip(got, expected, names, strict=True):
+    for grad, want, name, value in zip(got, expected, names, inputs, strict=True):
         if grad is None:
             if bool((want == 0).all()):
                 continue
@@ -248,11 +254,17 @@ def compare_gradients(
             )
         mismatch = first_mismatch(grad, want, atol=atol, rtol=rtol)
         if mismatch is not None:
-            details = [
-                mismatch.describe(name, "yours", source),
+            details = [mismatch.describe(name, "yours", source)]
+            if only_output is not None and value.shape == grad.shape == only_output.shape:
+                at = mismatch.flat_index
+                details.append(
+                    f"There `{name}` = {format_number(float(value.detach().reshape(-1)[at]))} "
+                    f"and `grad_output` = {format_number(float(only_output.reshape(-1)[at]))}."
+                )
+            details.append(
                 "(The check backpropagates a random `grad_output`, so these are "
-                "`grad_output` times the derivative, not the derivative alone.)",
-            ]
+                "`grad_output` times the derivative, not the derivative alone.)"
+            )
             hint = _hint(grad.detach(), want, only_output)
             if hint:
                 details.append(hint)

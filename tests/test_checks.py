@@ -123,7 +123,7 @@ def test_an_untouched_stub_is_not_implemented_yet():
     result = check(variant(backward=stub))
     assert result.status == "not implemented" and not result.passed
     assert "not implemented yet" in result.message
-    assert "The stub is in stub, line" in result.message
+    assert "Replace the `raise NotImplementedError` in `stub` with your code" in result.message
 
 
 @pytest.mark.parametrize("value", [..., None])
@@ -393,3 +393,13 @@ def test_a_stub_run_from_python_dash_c_is_recognised(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "not implemented"
+
+
+def test_changing_grad_output_in_place_is_named():
+    result = check(variant(backward=lambda ctx, g: g.mul_(3 * saved(ctx) ** 2)), reference=cube)
+    assert_fails(result, "backward changed `grad_output` in place", "grad_output.mul_(2)")
+
+
+def test_the_worst_element_quotes_the_input_and_grad_output_there():
+    result = check(variant(backward=lambda ctx, g: g * 2 * saved(ctx)), reference=cube)
+    assert_fails(result, "There `x` = ", "and `grad_output` = ")
