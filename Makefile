@@ -5,7 +5,12 @@ SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# Learners get the lab stack; tests and maintainer tools add the test extras on top.
+LAB_STAMP := $(VENV)/.installed-lab
+TEST_STAMP := $(VENV)/.installed-test
+# Extra pip arguments. On Linux, PyPI's torch is the multi-GB CUDA build; the CPU build is
+# PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu".
+PIP_ARGS ?=
 # pytest: both cores; a notebook's cells stay on one worker (--dist loadscope).
 PYTEST_ARGS ?= -n 2 --dist loadscope
 
@@ -15,25 +20,34 @@ export TORCH_CPP_LOG_LEVEL := ERROR
 export PYTHONHASHSEED := 0
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup lab test lint outputs student workspace bench clean
+.PHONY: help setup setup-lab lab test lint outputs student workspace bench clean
 
 help:
 	@echo "make lab        set up, build your workspace/ and open the course in JupyterLab"
-	@echo "make test       set up and run every test (unit, notebooks, student build, lint)"
+	@echo "make test       set up and run every test (unit, notebooks, browser, student build, lint)"
+	@echo "make workspace  copy new student notebooks into workspace/ (never overwrites yours)"
+	@echo "make student    build student notebooks into build/student/"
 	@echo "make outputs    re-execute the reference notebooks in place (maintainers)"
-	@echo "make student   build student notebooks into build/student/"
-	@echo "make workspace  copy new student notebooks into workspace/ (never overwrites)"
+	@echo "make lint       ruff (lint and format check) and strict mypy"
 	@echo "make bench      measure the course; writes bench/results.json and bench/results.md"
 	@echo "make clean      remove build/ and caches (keeps workspace/ and .venv/)"
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "The course needs Python 3.11 or newer; set PYTHON=/path/to/python3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -e '.[lab,test]'
-	touch $(STAMP)
 
-setup: $(STAMP)
+$(LAB_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_ARGS) -e '.[lab]'
+	touch $(LAB_STAMP)
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_ARGS) -e '.[lab,test]'
+	touch $(LAB_STAMP) $(TEST_STAMP)
+
+setup-lab: $(LAB_STAMP)
+
+setup: $(TEST_STAMP)
 
 lab: workspace
 	$(BIN)/python -m tools.lab
@@ -53,7 +67,7 @@ outputs: setup
 bench: setup
 	$(BIN)/python -m tools.bench $(BENCH_ARGS)
 
-student: setup
+student: setup-lab
 	$(BIN)/python -m tools.student
 
 workspace: student

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 SCREENSHOTS = REPO / "build" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
-# Chromium flags for a headless run as root on a machine without network (see DESIGN.md).
+# Chromium flags for a headless run as root on a machine without network (CONTRIBUTING.md).
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -6,6 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,8 +30,8 @@ def _pyproject_pins(*groups: str) -> dict[str, str]:
     return pins
 
 
-def _environment_yml() -> tuple[list, list[str]]:
-    env = yaml.safe_load((REPO / "environment.yml").read_text())
+def _environment_yml(path: str = "environment.yml") -> tuple[list, list[str]]:
+    env = yaml.safe_load((REPO / path).read_text())
     deps = env["dependencies"]
     pip_section = next(d["pip"] for d in deps if isinstance(d, dict))
     return deps, pip_section
@@ -44,8 +45,9 @@ def test_torch_is_the_cpu_build_version():
     assert _pyproject_pins()["torch"] == "2.13.0"
 
 
-def test_environment_yml_repeats_the_runtime_and_lab_pins():
-    _, pip_section = _environment_yml()
+@pytest.mark.parametrize("path", ["environment.yml", ".binder/environment.yml"])
+def test_environment_files_repeat_the_runtime_and_lab_pins(path):
+    _, pip_section = _environment_yml(path)
     env_pins = {}
     for line in pip_section:
         match = PIN.match(line)
@@ -66,3 +68,12 @@ def test_pre_commit_uses_the_pinned_ruff():
     revs = {repo["repo"]: repo.get("rev") for repo in config["repos"]}
     ruff_rev = next(rev for url, rev in revs.items() if "ruff-pre-commit" in url)
     assert ruff_rev == "v" + _pyproject_pins("test")["ruff"]
+
+
+def test_binder_installs_the_package_after_the_repository_is_there():
+    deps, pip_section = _environment_yml(".binder/environment.yml")
+    assert "-e ." not in pip_section and "python=3.11" in deps
+    post_build = (REPO / ".binder" / "postBuild").read_text()
+    assert "pip install --no-deps -e ." in post_build
+    assert "tools.student" in post_build and "tools.workspace" in post_build
+    assert (REPO / ".binder" / "postBuild").stat().st_mode & 0o111, "postBuild must be executable"
