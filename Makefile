@@ -14,11 +14,7 @@ PIP_ARGS ?=
 # pytest: both cores; a notebook's cells stay on one worker (--dist loadscope).
 PYTEST_ARGS ?= -n 2 --dist loadscope
 
-# C++ log lines escape the notebook's output capture; silence them at the source.
-export KINETO_LOG_LEVEL := 6
-export TORCH_CPP_LOG_LEVEL := ERROR
-export PYTHONHASHSEED := 0
-export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Kernels, the lab server and the tests get their quiet environment from tools/kernels.py.
 
 .PHONY: help setup setup-lab lab test lint outputs student workspace bench clean
 

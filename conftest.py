@@ -5,15 +5,10 @@ from __future__ import annotations
 import os
 
 from tests.git_state import git_status
+from tools.kernels import QUIET_ENV
 
-# Same as the Makefile exports, for a bare `pytest` run: native log lines escape the
-# kernels' output capture, so silence them at the source.
-for key, value in {
-    "KINETO_LOG_LEVEL": "6",
-    "TORCH_CPP_LOG_LEVEL": "ERROR",
-    "PYTHONHASHSEED": "0",
-    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-}.items():
+# Set before any kernel starts, so nbval's kernels and the tests' own inherit it.
+for key, value in QUIET_ENV.items():
     os.environ.setdefault(key, value)
 
 

@@ -15,24 +15,28 @@ import torch
 from torch import Tensor
 from torch.autograd import Function
 
-from autograd_helpers.feedback import CheckResult
+from autograd_helpers.feedback import CheckResult, failed, not_implemented
 from autograd_helpers.numeric import finite_difference_vjp, first_mismatch
 from autograd_helpers.sandbox import Outcome, OutputLimitError, run_learner_code
-from autograd_helpers.submission import argument_names, diagnose, entry_points
+from autograd_helpers.submission import STUB_HINT, argument_names, diagnose, entry_points
+from autograd_helpers.validate import check_option
 from autograd_helpers.verdicts import compare_gradients, inspect_outputs, inspect_raw_gradients
 
 __all__ = ["check_function", "check_tensor"]
 
 
 def _fail(label: str, title: str, *details: str, printed: str = "") -> CheckResult:
-    return CheckResult("failed", f"{label}: {title}", (*details, *_printed(printed)))
+    return failed(label, title, *details, *_printed(printed))
 
 
 def _printed(text: str, lines: int = 10, width: int = 160) -> tuple[str, ...]:
-    if not text.strip():
+    """What the learner's code printed, cut to ``lines`` lines of ``width`` characters."""
+    shown = [
+        line if len(line) <= width else line[: width - 1] + "…"
+        for line in text.rstrip().splitlines()
+    ]
+    if not shown:
         return ()
-    shown = [line if len(line) <= width else line[: width - 1] + "…" for line in text.splitlines()]
-    shown = shown[: len(shown) - next(i for i, line in enumerate(reversed(shown)) if line.strip())]
     more = f"\n(… {len(shown) - lines} more lines)" if len(shown) > lines else ""
     return ("Your code printed:\n" + "\n".join(shown[:lines]) + more,)
 
@@ -41,15 +45,11 @@ def _from_error(label: str, stage: str, outcome: Outcome) -> CheckResult:
     error = outcome.error
     assert error is not None
     if error.is_stub:
-        function = error.where.split(",")[0].removeprefix("in ") if error.where else ""
-        where = f" in `{function}`" if function else ""
-        return CheckResult(
-            "not implemented",
-            f"{label}: not implemented yet.",
-            (
-                f"Replace the `raise NotImplementedError`{where} with your code, then run this "
-                "cell again.",
-            ),
+        where = f" in `{error.function}`" if error.function else ""
+        return not_implemented(
+            label,
+            f"Replace the `raise NotImplementedError`{where} with your code, then run this "
+            "cell again.",
         )
     if isinstance(error.exception, OutputLimitError):
         return _fail(label, f"{stage} printed too much.", str(error.exception), error.where)
@@ -57,6 +57,11 @@ def _from_error(label: str, stage: str, outcome: Outcome) -> CheckResult:
     if error.where:
         details.append(error.where)
     return _fail(label, f"{stage} raised an exception.", *details, printed=outcome.printed)
+
+
+def _name_of(fn: object) -> str:
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else type(fn).__name__
 
 
 def _validate(
@@ -68,8 +73,7 @@ def _validate(
     if not inputs:
         raise ValueError("check_function(): give at least one example input")
     for name, value in tolerances.items():
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise ValueError(f"check_function(): {name} must be a positive number, got {value!r}")
+        check_option("check_function", name, value, "a positive number", lambda v: v > 0)
     for name, value in callables.items():
         if value is not None and not callable(value):
             raise TypeError(
@@ -213,14 +217,11 @@ def check_function(
         >>> check_function(Cube, torch.randn(4), reference=lambda x: x**3).passed
         True
     """
-    if name is not None:
-        label: object = name
-    elif fn is Ellipsis or fn is None:
-        label = "your answer"
-    else:
-        label = getattr(fn, "__name__", type(fn).__name__)
-    if not isinstance(label, str):
-        raise TypeError(f"check_function(): name must be a str, got {type(label).__name__}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"check_function(): name must be a str, got {type(name).__name__}")
+    if name is None:
+        name = "your answer" if fn is Ellipsis or fn is None else _name_of(fn)
+    label = name
     tolerances = {"atol": atol, "rtol": rtol, "eps": eps}
     wrt_list = _validate(
         inputs, wrt, tolerances, {"reference": reference, "grad_reference": grad_reference}
@@ -347,16 +348,9 @@ def check_tensor(
             f"check_tensor(): expected must be a torch.Tensor, got {type(expected).__name__}"
         )
     for option, number in {"atol": atol, "rtol": rtol}.items():
-        if isinstance(number, bool) or not isinstance(number, int | float) or number < 0:
-            raise ValueError(
-                f"check_tensor(): {option} must be a non-negative number, got {number!r}"
-            )
+        check_option("check_tensor", option, number, "a non-negative number", lambda v: v >= 0)
     if value is Ellipsis:
-        return CheckResult(
-            "not implemented",
-            f"{name}: not implemented yet.",
-            ("Replace the `...` with your code.",),
-        )
+        return not_implemented(name, STUB_HINT)
     if isinstance(value, int | float) and not isinstance(value, bool) and expected.dim() == 0:
         value = torch.tensor(value, dtype=expected.dtype)
     if not isinstance(value, Tensor):

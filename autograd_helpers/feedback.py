@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CheckResult", "Status"]
+__all__ = ["CheckResult", "Status", "failed", "not_implemented"]
 
 Status = Literal["passed", "failed", "not implemented"]
 
@@ -82,3 +82,13 @@ class CheckResult:
             "white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace)'>"
             f"<div><b>{_ICON[self.status]} {_html_line(self.title)}</b></div>{body}</div>"
         )
+
+
+def failed(label: str, title: str, *details: str) -> CheckResult:
+    """``❌ label: title``, then the details."""
+    return CheckResult("failed", f"{label}: {title}", details)
+
+
+def not_implemented(label: str, *details: str) -> CheckResult:
+    """``📝 label: not implemented yet.``, then the details (where the stub is)."""
+    return CheckResult("not implemented", f"{label}: not implemented yet.", details)

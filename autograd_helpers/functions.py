@@ -5,7 +5,8 @@ wrapper that validates its arguments, as :mod:`torch.nn.functional` does for the
 Call the wrapper: ``Function.apply`` takes no keyword arguments and checks nothing.
 
 - :class:`Exp` and :class:`Sigmoid` use the modern form (``forward`` without ``ctx``, plus
-  ``setup_context``), a ``jvp`` for forward mode and ``generate_vmap_rule``, so that
+  ``setup_context``), a ``jvp`` for forward mode (for an elementwise function, the same
+  product as ``backward``) and ``generate_vmap_rule``, so that
   :mod:`torch.func` (``vmap``, ``jacrev``, ``jacfwd``, ``hessian``) works on them.
 - The others use the classic form ``forward(ctx, ...)``, which :mod:`torch.func` refuses.
 - Every backward here is built from differentiable operations on saved *inputs or outputs*,
@@ -73,10 +74,9 @@ class Exp(Function):
         (result,) = ctx.saved_tensors
         return grad_output * result
 
-    @staticmethod
-    def jvp(ctx: Any, x_tangent: Tensor) -> Tensor:
-        (result,) = ctx.saved_tensors
-        return x_tangent * result
+    # Forward mode pushes a tangent through: J v. Elementwise, J is diagonal, so J v is the
+    # same product as backward's v^T J (and both read the output saved in setup_context).
+    jvp = backward
 
 
 class Sigmoid(Function):
@@ -98,10 +98,7 @@ class Sigmoid(Function):
         (result,) = ctx.saved_tensors
         return grad_output * result * (1 - result)
 
-    @staticmethod
-    def jvp(ctx: Any, x_tangent: Tensor) -> Tensor:
-        (result,) = ctx.saved_tensors
-        return x_tangent * result * (1 - result)
+    jvp = backward  # elementwise: forward mode is the same product (see Exp)
 
 
 def exp(input: Tensor) -> Tensor:

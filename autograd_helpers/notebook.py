@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["setup_notebook", "show_source"]
+from autograd_helpers.validate import check_option
+
+__all__ = ["QUIET_NATIVE_LOGS", "setup_notebook", "show_source"]
 
 # C++-side log lines bypass Python's stderr capture; silence them at the source so that a
 # notebook prints the same in JupyterLab and under nbval. Must be set before the first profile.
-_QUIET_NATIVE_LOGS = {"KINETO_LOG_LEVEL": "6", "TORCH_CPP_LOG_LEVEL": "ERROR"}
+QUIET_NATIVE_LOGS = {"KINETO_LOG_LEVEL": "6", "TORCH_CPP_LOG_LEVEL": "ERROR"}
 
 
 def setup_notebook(seed: int = 0, *, precision: int = 4, threads: int = 1) -> None:
@@ -43,15 +45,13 @@ def setup_notebook(seed: int = 0, *, precision: int = 4, threads: int = 1) -> No
         >>> torch.rand(2)
         tensor([0.4963, 0.7682])
     """
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"setup_notebook(): seed must be a non-negative int, got {seed!r}")
-    if not isinstance(precision, int) or isinstance(precision, bool) or not 0 <= precision <= 16:
-        raise ValueError(
-            f"setup_notebook(): precision must be an int from 0 to 16, got {precision!r}"
-        )
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise ValueError(f"setup_notebook(): threads must be a positive int, got {threads!r}")
-    for key, value in _QUIET_NATIVE_LOGS.items():
+    fn = "setup_notebook"
+    check_option(fn, "seed", seed, "a non-negative int", lambda v: v >= 0, integer=True)
+    check_option(
+        fn, "precision", precision, "an int from 0 to 16", lambda v: 0 <= v <= 16, integer=True
+    )
+    check_option(fn, "threads", threads, "a positive int", lambda v: v >= 1, integer=True)
+    for key, value in QUIET_NATIVE_LOGS.items():
         os.environ.setdefault(key, value)
     random.seed(seed)
     np.random.seed(seed)

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["Mismatch", "finite_difference_vjp", "first_mismatch", "format_number"]
+__all__ = [
+    "Mismatch",
+    "finite_difference_vjp",
+    "first_mismatch",
+    "format_number",
+    "index_text",
+    "same_values",
+]
 
 
 def format_number(value: float) -> str:
@@ -28,26 +35,38 @@ def format_number(value: float) -> str:
     return "0" if text == "-0" else text
 
 
-def _index(flat_index: int, shape: torch.Size) -> str:
+def index_text(flat_index: int, shape: torch.Size) -> str:
+    """``"[1, 2]"``: element ``flat_index`` of a tensor of ``shape`` (``""`` for a scalar)."""
     if not shape:
         return ""
-    coords = []
-    for size in reversed(shape):
-        coords.append(flat_index % size)
-        flat_index //= size
-    return "[" + ", ".join(str(c) for c in reversed(coords)) + "]"
+    coords = torch.unravel_index(torch.tensor(flat_index), shape)
+    return "[" + ", ".join(str(int(c)) for c in coords) + "]"
+
+
+def same_values(a: Tensor, b: Tensor) -> bool:
+    """Exactly equal, NaN counting as equal to NaN (``torch.equal`` says NaN differs)."""
+    a, b = a.detach(), b.detach()
+    return a.shape == b.shape and bool(((a == b) | (a.isnan() & b.isnan())).all())
 
 
 @dataclass(frozen=True)
 class Mismatch:
     """The worst element where ``got`` and ``expected`` differ beyond the tolerance."""
 
-    index: str  # "[1, 2]", or "" for a scalar
     flat_index: int
+    shape: torch.Size
     got: float
     expected: float
     count: int  # how many elements are off
-    numel: int
+
+    @property
+    def index(self) -> str:
+        """``"[1, 2]"``, or ``""`` for a scalar."""
+        return index_text(self.flat_index, self.shape)
+
+    @property
+    def numel(self) -> int:
+        return self.shape.numel()
 
     def describe(self, name: str, got_label: str, expected_label: str) -> str:
         """One line: ``worst element `x[3]`: yours 1.5, finite differences 0.5 (off by 1)``."""
@@ -78,12 +97,11 @@ def first_mismatch(got: Tensor, expected: Tensor, *, atol: float, rtol: float) -
     badness = torch.where(bad, (error / allowed).nan_to_num(nan=float("inf")), -1.0)
     worst = int(badness.reshape(-1).argmax())
     return Mismatch(
-        index=_index(worst, got.shape),
         flat_index=worst,
+        shape=got.shape,
         got=float(got64.reshape(-1)[worst]),
         expected=float(expected64.reshape(-1)[worst]),
         count=int(bad.sum()),
-        numel=got.numel(),
     )
 
 

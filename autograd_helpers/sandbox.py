@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import io
 import linecache
-import sys
 import sysconfig
 import traceback
 from collections.abc import Callable, Iterator
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from autograd_helpers.validate import check_option
 
 __all__ = [
     "MAX_NESTED_BACKWARD",
@@ -45,9 +46,7 @@ _LIBRARY_DIRS = tuple(
     for folder in (
         str(Path(torch.__file__).parent),
         str(Path(__file__).parent),
-        sysconfig.get_paths()["stdlib"],
-        sysconfig.get_paths()["purelib"],
-        sysconfig.get_paths()["platlib"],
+        *(sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")),
     )
 )
 
@@ -64,12 +63,30 @@ class NestedBackwardError(RecursionError):
 class LearnerError:
     """An exception raised while learner code ran, located in the learner's own code.
 
-    ``where`` is ``"in backward, line 9: return grad * 3 * x**2"`` when a frame of the
-    learner's code is on the traceback, else ``""``.
+    ``function``, ``line`` and ``code`` describe the innermost frame of learner code on the
+    traceback (``""``, ``None`` and ``""`` when there is none).
     """
 
     exception: BaseException
-    where: str
+    function: str = ""
+    line: int | None = None
+    code: str = ""
+
+    @classmethod
+    def from_exception(cls, exception: BaseException) -> LearnerError:
+        for frame in reversed(traceback.extract_tb(exception.__traceback__)):
+            if _is_learner_file(frame.filename):
+                code = frame.line or linecache.getline(frame.filename, frame.lineno or 0)
+                return cls(exception, frame.name, frame.lineno, code.strip())
+        return cls(exception)
+
+    @property
+    def where(self) -> str:
+        """``"in backward, line 9: return grad * 3 * x**2"``, or ``""``."""
+        if not self.function:
+            return ""
+        where = f"in {self.function}, line {self.line}"
+        return f"{where}: {self.code}" if self.code else where
 
     @property
     def is_stub(self) -> bool:
@@ -88,13 +105,9 @@ class LearnerError:
 
     def describe(self) -> str:
         """``"TypeError: message"``, one line, long messages cut."""
-        exc = self.exception
-        if isinstance(exc, OutputLimitError):
-            return str(exc)
-        if isinstance(exc, RecursionError):
-            return f"{type(exc).__name__}: {_first_line(str(exc))}"
-        text = _first_line(str(exc))
-        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        text = _first_line(str(self.exception))
+        name = type(self.exception).__name__
+        return f"{name}: {text}" if text else name
 
 
 @dataclass(frozen=True)
@@ -119,16 +132,6 @@ def _is_learner_file(filename: str) -> bool:
 def _first_line(text: str, limit: int = 300) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def locate(exception: BaseException) -> str:
-    """Describe the innermost frame of learner code in ``exception``'s traceback."""
-    for frame in reversed(traceback.extract_tb(exception.__traceback__)):
-        if _is_learner_file(frame.filename):
-            line = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
-            where = f"in {frame.name}, line {frame.lineno}"
-            return f"{where}: {line}" if line else where
-    return ""
 
 
 class _CappedText(io.StringIO):
@@ -169,10 +172,14 @@ def nested_backward_limit(max_depth: int = MAX_NESTED_BACKWARD) -> Iterator[None
         >>> with nested_backward_limit(4):
         ...     y.backward()  # doctest: +SKIP
     """
-    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or not 1 <= max_depth <= 50:
-        raise ValueError(
-            f"nested_backward_limit(): max_depth must be an int in 1..50, got {max_depth!r}"
-        )
+    check_option(
+        "nested_backward_limit",
+        "max_depth",
+        max_depth,
+        "an int in 1..50",
+        lambda v: 1 <= v <= 50,
+        integer=True,
+    )
     original_backward, original_grad = torch.autograd.backward, torch.autograd.grad
 
     def counted(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -224,10 +231,14 @@ def run_learner_code(
         raise TypeError(
             f"run_learner_code(): function must be callable, got {type(function).__name__}"
         )
-    if isinstance(output_limit, bool) or not isinstance(output_limit, int) or output_limit < 1:
-        raise ValueError(
-            f"run_learner_code(): output_limit must be a positive int, got {output_limit!r}"
-        )
+    check_option(
+        "run_learner_code",
+        "output_limit",
+        output_limit,
+        "a positive int",
+        lambda v: v >= 1,
+        integer=True,
+    )
     stream = _CappedText(output_limit)
     try:
         with (
@@ -237,7 +248,5 @@ def run_learner_code(
         ):
             value = function(*args, **kwargs)
     except Exception as exc:
-        return Outcome(error=LearnerError(exc, locate(exc)), printed=stream.getvalue())
-    finally:
-        sys.stdout.flush()
+        return Outcome(error=LearnerError.from_exception(exc), printed=stream.getvalue())
     return Outcome(value=value, printed=stream.getvalue())

@@ -12,49 +12,45 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import torch
 from torch import Tensor
 from torch.autograd import Function
 
-from autograd_helpers.feedback import CheckResult
+from autograd_helpers.feedback import CheckResult, failed, not_implemented
+from autograd_helpers.numeric import same_values
 
-__all__ = ["argument_names", "diagnose", "entry_points", "spy"]
+__all__ = ["STUB_HINT", "argument_names", "diagnose", "entry_points", "spy"]
 
-
-def _fail(label: str, title: str, *details: str) -> CheckResult:
-    return CheckResult("failed", f"{label}: {title}", details)
+STUB_HINT = "Replace the `...` with your code."
 
 
 def diagnose(fn: object, label: str) -> CheckResult | None:
     """Explain why ``fn`` cannot be checked at all, or return ``None`` when it can."""
     if fn is Ellipsis:
-        return CheckResult(
-            "not implemented",
-            f"{label}: not implemented yet.",
-            ("Replace the `...` with your code.",),
-        )
+        return not_implemented(label, STUB_HINT)
     if fn is None:
-        return _fail(label, "got None instead of a Function or a function.")
+        return failed(label, "got None instead of a Function or a function.")
     if isinstance(fn, type) and issubclass(fn, Function):
         if fn.forward is Function.forward:
-            return _fail(label, "it has no `forward`; define `def forward(ctx, ...)`.")
+            return failed(label, "it has no `forward`; define `def forward(ctx, ...)`.")
         if fn.backward is Function.backward and fn.vjp is Function.vjp:
-            return _fail(label, "it has no `backward`; define `def backward(ctx, grad_output)`.")
+            return failed(label, "it has no `backward`; define `def backward(ctx, grad_output)`.")
         return None
     if isinstance(fn, Function):
-        return _fail(label, f"pass the class `{label}` itself, not an instance `{label}()`.")
+        return failed(label, f"pass the class `{label}` itself, not an instance `{label}()`.")
     if isinstance(fn, type):
         if hasattr(fn, "forward") and hasattr(fn, "backward"):
-            return _fail(
+            return failed(
                 label,
                 "it is not a subclass of `torch.autograd.Function`.",
                 f"Write `class {label}(torch.autograd.Function):`.",
             )
-        return _fail(
+        return failed(
             label, "it is a class; pass a `torch.autograd.Function` subclass or a function."
         )
     if not callable(fn):
-        return _fail(label, f"expected a Function subclass or a function, got {type(fn).__name__}.")
+        return failed(
+            label, f"expected a Function subclass or a function, got {type(fn).__name__}."
+        )
     return None
 
 
@@ -90,7 +86,7 @@ def spy(fn: type[Function], record: list[tuple[object, bool]]) -> type[Function]
         before = [g.clone() if isinstance(g, Tensor) else g for g in grad_outputs]
         result = original(ctx, *grad_outputs)
         changed = any(
-            isinstance(g, Tensor) and not torch.equal(g, b)
+            isinstance(g, Tensor) and not same_values(g, b)
             for g, b in zip(grad_outputs, before, strict=True)
         )
         record.append((result, changed))

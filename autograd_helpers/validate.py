@@ -1,16 +1,25 @@
 """Argument checks for the public helpers: every error names the function and the argument.
 
-``TypeError`` for a value of the wrong kind, ``ValueError`` for the right kind with a bad
-value, as in :mod:`torch.nn.functional`. Each check returns the value it accepted.
+Two contracts, each kept where it is established:
+
+- tensor operations (the functional wrappers, ``Linear``) follow :mod:`torch.nn.functional`:
+  ``TypeError`` for a value of the wrong kind, ``ValueError`` for a bad value of the right
+  kind (:func:`check_float_tensor`, :func:`check_real`, :func:`check_int`, :func:`check_bool`);
+- numeric *options* of the course's tools (tolerances, seeds, limits, slider ranges) answer
+  anything outside their range, a wrong kind included, with one ``ValueError`` that states
+  the range (:func:`check_option`).
+
+Each check returns the value it accepted.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from torch import Tensor
 
-__all__ = ["check_bool", "check_float_tensor", "check_int", "check_real"]
+__all__ = ["check_bool", "check_float_tensor", "check_int", "check_option", "check_real"]
 
 
 def check_float_tensor(fn: str, name: str, value: object) -> Tensor:
@@ -47,4 +56,29 @@ def check_bool(fn: str, name: str, value: object) -> bool:
     """A Python ``bool``."""
     if not isinstance(value, bool):
         raise TypeError(f"{fn}(): {name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def check_option(
+    fn: str,
+    name: str,
+    value: object,
+    requirement: str,
+    accept: Callable[[float], bool],
+    *,
+    integer: bool = False,
+) -> float:
+    """A Python number (an ``int`` if ``integer``; never a ``bool``) that ``accept`` approves.
+
+    Anything else raises ``ValueError("fn(): name must be <requirement>, got <value>")``.
+
+    Example::
+
+        >>> check_option("setup_notebook", "threads", 0, "a positive int", lambda v: v >= 1)
+        Traceback (most recent call last):
+        ValueError: setup_notebook(): threads must be a positive int, got 0
+    """
+    kinds = int if integer else int | float
+    if isinstance(value, bool) or not isinstance(value, kinds) or not accept(value):
+        raise ValueError(f"{fn}(): {name} must be {requirement}, got {value!r}")
     return value

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from autograd_helpers.numeric import first_mismatch, format_number
+from autograd_helpers.numeric import first_mismatch, format_number, index_text, same_values
 
 __all__ = ["Verdict", "compare_gradients", "inspect_outputs", "inspect_raw_gradients"]
 
@@ -40,16 +40,12 @@ def _first_non_finite(t: Tensor, where: Tensor | None = None) -> tuple[str, str]
         return None
     flat = int(bad.reshape(-1).nonzero()[0, 0])
     value = float(t.detach().reshape(-1)[flat])
-    coords = [int(c) for c in torch.unravel_index(torch.tensor(flat), t.shape)] if t.dim() else []
-    index = "[" + ", ".join(map(str, coords)) + "]" if coords else ""
-    return ("nan" if value != value else "inf"), index
+    return ("nan" if value != value else "inf"), index_text(flat, t.shape)
 
 
 def _kind(value: object) -> str:
     module = type(value).__module__
-    return (
-        f"{module}.{type(value).__name__}" if module not in ("builtins",) else type(value).__name__
-    )
+    return f"{module}.{type(value).__name__}" if module != "builtins" else type(value).__name__
 
 
 def inspect_outputs(
@@ -62,16 +58,16 @@ def inspect_outputs(
 ) -> Verdict | None:
     """Judge forward's return value (and whether it changed its inputs)."""
     for i, (now, before) in enumerate(zip(leaves, originals, strict=True)):
-        if isinstance(now, Tensor) and isinstance(before, Tensor):
-            same = (now.detach() == before) | (now.detach().isnan() & before.isnan())
-            if not bool(same.all()):
-                return Verdict(
-                    f"forward changed its input `{names[i]}` in place.",
-                    (
-                        "Compute a new tensor instead (`x * 2`, not `x.mul_(2)` or "
-                        "`x[...] = ...`): autograd and the caller still need the original.",
-                    ),
-                )
+        if not isinstance(now, Tensor) or not isinstance(before, Tensor):
+            continue
+        if not same_values(now, before):
+            return Verdict(
+                f"forward changed its input `{names[i]}` in place.",
+                (
+                    "Compute a new tensor instead (`x * 2`, not `x.mul_(2)` or "
+                    "`x[...] = ...`): autograd and the caller still need the original.",
+                ),
+            )
     if isinstance(value, tuple) and expected is not None and len(expected) == 1:
         return Verdict(
             f"forward returned a tuple of {len(value)} values, but one tensor is expected.",

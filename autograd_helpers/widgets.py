@@ -16,6 +16,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from autograd_helpers.plot import plot_curves
+from autograd_helpers.validate import check_option
+
 __all__ = ["tangent_explorer"]
 
 _DPI = 80
@@ -46,22 +49,21 @@ def _value_and_slope(fn: Callable[[Tensor], Tensor], x: float) -> tuple[float, f
     return float(y.detach()), float(slope)
 
 
-def _plot_png(
-    fn: Callable[[Tensor], Tensor], low: float, high: float, x: float, y0: float, slope: float
-) -> bytes:
-    from matplotlib.figure import Figure
-
+def _curve(fn: Callable[[Tensor], Tensor], low: float, high: float) -> tuple[Tensor, Tensor]:
     xs = torch.linspace(low, high, 200, dtype=torch.float64)
     with torch.no_grad():
         ys = torch.stack([fn(t).reshape(()) for t in xs])
-    figure = Figure(figsize=(_WIDTH_PX / _DPI, 3.0), layout="constrained")
-    axes = figure.add_subplot()
-    axes.plot(xs.numpy(), ys.numpy(), label="f(x)")
-    axes.plot(xs.numpy(), (y0 + slope * (xs - x)).numpy(), "--", label="tangent, slope f'(x)")
+    return xs, ys
+
+
+def _plot_png(xs: Tensor, ys: Tensor, x: float, y0: float, slope: float) -> bytes:
+    tangent = y0 + slope * (xs - x)
+    figure = plot_curves(xs, {"f(x)": ys, "tangent, slope f'(x)": tangent})
+    figure.set_size_inches(_WIDTH_PX / _DPI, 3.0)
+    (axes,) = figure.axes
+    axes.get_lines()[1].set_linestyle("--")
     axes.plot([x], [y0], "o", color="black")
     axes.set_ylim(float(ys.min()) - 1, float(ys.max()) + 1)
-    axes.set(xlabel="x")
-    axes.grid(alpha=0.3)
     axes.legend(loc="upper left")
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=_DPI)
@@ -100,10 +102,9 @@ def tangent_explorer(
     if not callable(fn):
         raise TypeError(f"tangent_explorer(): fn must be callable, got {type(fn).__name__}")
     low, high = _check_range(x_range)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise ValueError(f"tangent_explorer(): value must be a number in {x_range}, got {value!r}")
-    if isinstance(step, bool) or not isinstance(step, int | float) or not 0 < step < high - low:
-        raise ValueError(f"tangent_explorer(): step must be in (0, {high - low}), got {step!r}")
+    me = "tangent_explorer"
+    check_option(me, "value", value, f"a number in {x_range}", lambda v: low <= v <= high)
+    check_option(me, "step", step, f"in (0, {high - low})", lambda v: 0 < v < high - low)
     if not isinstance(label, str):
         raise TypeError(f"tangent_explorer(): label must be a str, got {type(label).__name__}")
     import ipywidgets as widgets
@@ -123,11 +124,15 @@ def tangent_explorer(
     readout = widgets.HTML()
     image = widgets.Image(format="png", width=_WIDTH_PX)  # its own pixel size: not stretched
 
+    curve: list[tuple[Tensor, Tensor]] = []  # f over the range: computed once, on first use
+
     def update(change: object = None) -> None:
         x = float(slider.value)
         try:
             y, slope = _value_and_slope(fn, x)
-            image.value = _plot_png(fn, low, high, x, y, slope)
+            if not curve:
+                curve.append(_curve(fn, low, high))
+            image.value = _plot_png(*curve[0], x, y, slope)
             readout.value = (
                 f"<code>x = {x:.2f}</code>: <code>{html.escape(label)} = {y:.4g}</code>, "
                 f"autograd's slope <code>f'(x) = {slope:.4g}</code>"

@@ -35,21 +35,11 @@ __all__ = ["wrap_builtin"]
 _Slot = tuple[str, Any]
 
 
-class _Named:
-    """The call to replay, carrying the built-in's name for error messages."""
-
-    def __init__(self, call: Callable[[Sequence[Tensor]], Any], name: str) -> None:
-        self.call, self.name = call, name
-
-    def __call__(self, leaves: Sequence[Tensor]) -> Any:
-        return self.call(leaves)
-
-
 class _IsolatedSubgraph(Function):
     """Base of the Functions :func:`wrap_builtin` makes: one subclass, one name, per built-in."""
 
     @staticmethod
-    def forward(ctx: Any, call: _Named, *tensors: Tensor) -> Any:
+    def forward(ctx: Any, call: Callable[[Sequence[Tensor]], Any], *tensors: Tensor) -> Any:
         needs = ctx.needs_input_grad[1:]
         # 1. fresh leaves: same memory (and version counter), none of the caller's graph
         leaves = [t.detach().requires_grad_(need) for t, need in zip(tensors, needs, strict=True)]
@@ -57,11 +47,6 @@ class _IsolatedSubgraph(Function):
         with torch.enable_grad():
             result = call(leaves)
         outputs = result if isinstance(result, tuple) else (result,)
-        if not outputs or not all(isinstance(o, Tensor) for o in outputs):
-            raise TypeError(
-                f"wrap_builtin({call.name}): the built-in must return a tensor or a tuple of "
-                f"tensors, got {type(result).__name__}"
-            )
         ctx.leaves, ctx.outputs = leaves, outputs
         detached = tuple(o.detach() for o in outputs)
         ctx.mark_non_differentiable(
@@ -142,9 +127,16 @@ def wrap_builtin(fn: Callable[..., Any], *, name: str | None = None) -> Callable
                     new_args[key] = leaf
                 else:
                     new_kwargs[key] = leaf
-            return fn(*new_args, **new_kwargs)
+            result = fn(*new_args, **new_kwargs)
+            outputs = result if isinstance(result, tuple) else (result,)
+            if not outputs or not all(isinstance(o, Tensor) for o in outputs):
+                raise TypeError(
+                    f"wrap_builtin({label}): the built-in must return a tensor or a tuple of "
+                    f"tensors, got {type(result).__name__}"
+                )
+            return result
 
-        return function.apply(_Named(call, label), *tensors)
+        return function.apply(call, *tensors)
 
     wrapped.__name__ = wrapped.__qualname__ = f"wrapped_{label}"
     wrapped.__doc__ = f"``{label}`` inside a custom Function (see :func:`wrap_builtin`)."

@@ -90,22 +90,18 @@ def test_all_notebooks_in_reverse_order_in_one_kernel(tmp_path, no_network):
     execute_notebook(target, env=_offline_env(), timeout=900)
 
 
-def _git_status() -> str | None:
-    return git_status(REPO)
-
-
 def test_running_the_notebooks_writes_nothing_into_the_repository():
-    before = _git_status()
+    before = git_status(REPO)
     if before is None:
         pytest.skip("not a git checkout")
     for path in NOTEBOOKS:
         execute_notebook(path)  # in notebooks/ itself, as a learner's kernel would run
-    assert _git_status() == before
+    assert git_status(REPO) == before
 
 
 @pytest.mark.parametrize("folder", ["build/student", "workspace", "bench", "build/screenshots"])
 def test_what_make_lab_and_the_tools_write_is_git_ignored(folder):
-    if _git_status() is None:
+    if git_status(REPO) is None:
         pytest.skip("not a git checkout")
     ignored = subprocess.run(["git", "check-ignore", "-q", folder + "/x"], cwd=REPO)
     assert ignored.returncode == 0, f"{folder}/ is not git-ignored"

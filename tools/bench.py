@@ -251,12 +251,11 @@ def measure_tests() -> dict[str, Any]:
 def _targets(results: dict[str, Any]) -> dict[str, Any]:
     at_1e6 = [r for r in results["functions"] if r["numel"] >= 900_000]
     worst = max(at_1e6, key=lambda r: r["ratio_vs_builtin"]) if at_1e6 else None
+    worst_ratio = 0.0 if worst is None else worst["ratio_vs_builtin"]
     met = {
         "course_over_floor": results["course_over_floor"] < TARGETS["course_over_floor"],
         "import_overhead_s": results["import_overhead_s"] < TARGETS["import_overhead_s"],
-        "ratio_vs_builtin_at_1e6": all(
-            r["ratio_vs_builtin"] <= TARGETS["ratio_vs_builtin_at_1e6"] for r in at_1e6
-        ),
+        "ratio_vs_builtin_at_1e6": worst_ratio <= TARGETS["ratio_vs_builtin_at_1e6"],
     }
     if "make_test_s" in results:
         passed = bool(results.get("make_test_passed", True))
@@ -265,6 +264,7 @@ def _targets(results: dict[str, Any]) -> dict[str, Any]:
         "targets": TARGETS,
         "met": met,
         "worst_function_at_1e6": None if worst is None else worst["name"],
+        "worst_ratio_at_1e6": worst_ratio,
     }
 
 
@@ -286,7 +286,6 @@ def _headline(results: dict[str, Any]) -> list[str]:
     def target(text: str, key: str) -> str:
         return f"{text} {'✓' if met.get(key) else '✗'}"
 
-    at_1e6 = [r["ratio_vs_builtin"] for r in results["functions"] if r["numel"] >= 900_000]
     rows = [
         _row(
             "course / (floor × notebooks)",
@@ -300,7 +299,7 @@ def _headline(results: dict[str, Any]) -> list[str]:
         ),
         _row(
             "worst Function / built-in composition at 1e6",
-            f"{max(at_1e6, default=0)}× ({results['worst_function_at_1e6']})",
+            f"{results['worst_ratio_at_1e6']}× ({results['worst_function_at_1e6']})",
             target("≤ 1.5×", "ratio_vs_builtin_at_1e6"),
         ),
     ]

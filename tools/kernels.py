@@ -15,8 +15,16 @@ from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
-# Native (C++) log lines escape ipykernel's capture under pytest; silence them at the source.
-QUIET_ENV = {"KINETO_LOG_LEVEL": "6", "TORCH_CPP_LOG_LEVEL": "ERROR", "PYTHONHASHSEED": "0"}
+from autograd_helpers.notebook import QUIET_NATIVE_LOGS
+
+# The environment every course process gets (kernels, the lab server, the tests): native log
+# lines silenced at the source (they escape ipykernel's capture), one hash seed (the same set
+# order in every kernel), and no debugger warning about frozen modules in kernels' stderr.
+QUIET_ENV = {
+    **QUIET_NATIVE_LOGS,
+    "PYTHONHASHSEED": "0",
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+}
 
 
 class _CurrentEnvSpecs(KernelSpecManager):  # type: ignore[misc]

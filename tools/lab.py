@@ -48,9 +48,9 @@ def lab_env(token: str) -> dict[str, str]:
     """The environment for the server: ours plus the token (never empty)."""
     if not token:
         raise ValueError("lab_env(): token must be a non-empty string; Jupyter needs one")
-    from tools.kernels import QUIET_ENV
+    from tools.kernels import kernel_env  # the server's kernels inherit this environment
 
-    return {**os.environ, **QUIET_ENV, "JUPYTER_TOKEN": token}
+    return kernel_env({"JUPYTER_TOKEN": token})
 
 
 def free_port(start: int = 8888, tries: int = 50) -> int:
