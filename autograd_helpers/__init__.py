@@ -8,6 +8,10 @@ Every notebook starts with::
 Submodules are imported on first use (``ah.checks``, ``ah.graph``, ...), so that
 ``import autograd_helpers`` stays cheap on top of ``import torch`` and matplotlib
 or ipywidgets load only in the notebooks that draw or interact.
+
+The layout shows who may use what, as ``torch/autograd/`` does: the modules at the top are
+the public ones, named by the idea a chapter teaches; ``_checking/`` holds the exercise
+checker's machinery, which only :mod:`autograd_helpers.checks` uses.
 """
 
 from __future__ import annotations
@@ -22,34 +26,37 @@ if TYPE_CHECKING:
     from autograd_helpers import environment as environment
     from autograd_helpers import functions as functions
     from autograd_helpers import graph as graph
+    from autograd_helpers import guards as guards
     from autograd_helpers import memory as memory
     from autograd_helpers import modules as modules
+    from autograd_helpers import notebook as notebook
     from autograd_helpers import plot as plot
-    from autograd_helpers import sandbox as sandbox
     from autograd_helpers import widgets as widgets
     from autograd_helpers import wrap as wrap
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {
+# The public submodules: every module of the package whose name has no leading underscore.
+SUBMODULES = (
     "checks",
     "environment",
     "functions",
     "graph",
+    "guards",
     "memory",
     "modules",
+    "notebook",
     "plot",
-    "sandbox",
     "widgets",
     "wrap",
-}
+)
 
-__all__ = ["__version__", "setup_notebook", "show_source", *sorted(_SUBMODULES)]
+__all__ = ["SUBMODULES", "__version__", "setup_notebook", "show_source", *SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:
     # Lazy submodules (PEP 562): `ah.checks` imports autograd_helpers.checks on first access.
-    if name in _SUBMODULES:
+    if name in SUBMODULES:
         return importlib.import_module(f"autograd_helpers.{name}")
     raise AttributeError(f"module 'autograd_helpers' has no attribute {name!r}")
 

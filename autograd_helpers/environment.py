@@ -32,6 +32,10 @@ def course_pins(extras: tuple[str, ...] = ("lab",)) -> dict[str, str]:
     """
     if not isinstance(extras, tuple) or not all(isinstance(e, str) for e in extras):
         raise TypeError(f"course_pins(): extras must be a tuple of str, got {extras!r}")
+    known = metadata.metadata(_DISTRIBUTION).get_all("Provides-Extra") or []
+    unknown = [extra for extra in extras if extra not in known]
+    if unknown:
+        raise ValueError(f"course_pins(): unknown extras {unknown}; the course has {sorted(known)}")
     pins: dict[str, str] = {}
     for requirement in metadata.requires(_DISTRIBUTION) or []:
         match = _PIN.match(requirement)

@@ -16,6 +16,7 @@ Call the wrapper: ``Function.apply`` takes no keyword arguments and checks nothi
 
 from __future__ import annotations
 
+import math
 from typing import Any, cast
 
 import torch
@@ -23,7 +24,12 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd import Function
 
-from autograd_helpers.validate import check_bool, check_float_tensor, check_int, check_real
+from autograd_helpers._checking.validate import (
+    check_bool,
+    check_float_tensor,
+    check_int,
+    check_real,
+)
 
 __all__ = [
     "Exp",
@@ -213,11 +219,13 @@ class LinearFunction(Function):
         input, weight, bias = ctx.saved_tensors
         grad_input = grad_weight = grad_bias = None
         # Leading batch dimensions fold into one: weight and bias get the sum over every row.
-        rows = grad_output.reshape(-1, grad_output.shape[-1])
+        # (The row count is spelled out: reshape(-1, 0) is ambiguous for an empty layer.)
+        count = math.prod(grad_output.shape[:-1])
+        rows = grad_output.reshape(count, grad_output.shape[-1])
         if ctx.needs_input_grad[0]:
             grad_input = grad_output @ weight
         if ctx.needs_input_grad[1]:
-            grad_weight = rows.T @ input.reshape(-1, input.shape[-1])
+            grad_weight = rows.T @ input.reshape(count, input.shape[-1])
         if bias is not None and ctx.needs_input_grad[2]:
             grad_bias = rows.sum(0)
         return grad_input, grad_weight, grad_bias
@@ -249,8 +257,18 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         )
     if weight.dtype != input.dtype:
         raise TypeError(f"linear(): weight dtype {weight.dtype} differs from input {input.dtype}")
+    if weight.device != input.device:
+        raise ValueError(
+            f"linear(): weight is on {weight.device} but input is on {input.device}; "
+            "move both to one device"
+        )
     if bias is not None:
         check_float_tensor("linear", "bias", bias)
+        if bias.device != input.device:
+            raise ValueError(
+                f"linear(): bias is on {bias.device} but input is on {input.device}; "
+                "move both to one device"
+            )
         if bias.shape != (weight.shape[0],):
             raise ValueError(
                 f"linear(): bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}"
@@ -365,6 +383,11 @@ def square_and_max_pool1d(
     check_float_tensor(fn, "input", input)
     if input.dim() not in (2, 3):
         raise ValueError(f"{fn}(): input must be (C, L) or (N, C, L), got {tuple(input.shape)}")
+    if input.shape[-2] == 0:
+        raise ValueError(
+            f"{fn}(): input has no channels (shape {tuple(input.shape)}); only the batch "
+            "dimension N of an (N, C, L) input may be 0"
+        )
     check_int(fn, "kernel_size", kernel_size, minimum=1)
     stride = kernel_size if stride is None else check_int(fn, "stride", stride, minimum=1)
     check_int(fn, "padding", padding, minimum=0)

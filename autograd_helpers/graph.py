@@ -94,8 +94,14 @@ def autograd_graph(
             "autograd_graph(): tensor has no grad_fn: it is a leaf or was computed without "
             "gradient tracking (set requires_grad=True on an input, outside torch.no_grad())"
         )
-    if names is not None and not all(isinstance(t, torch.Tensor) for t in names.values()):
-        raise TypeError("autograd_graph(): names must map str to torch.Tensor")
+    if names is not None and (
+        not isinstance(names, Mapping)
+        or not all(isinstance(n, str) and isinstance(t, torch.Tensor) for n, t in names.items())
+    ):
+        raise TypeError(
+            "autograd_graph(): names must be a mapping from names to tensors, such as "
+            f'{{"x": x}}, got {type(names).__name__}'
+        )
     by_id = {id(t): n for n, t in (names or {}).items()}
     index: dict[object, int] = {tensor.grad_fn: 0}
     labels = [type(tensor.grad_fn).__name__]

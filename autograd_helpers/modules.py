@@ -11,8 +11,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from autograd_helpers._checking.validate import check_bool, check_int
 from autograd_helpers.functions import linear
-from autograd_helpers.validate import check_bool, check_int
 
 __all__ = ["Linear"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from autograd_helpers.validate import check_option
+from autograd_helpers._checking.validate import check_option
 
 __all__ = ["QUIET_NATIVE_LOGS", "setup_notebook", "show_source"]
 
@@ -29,9 +29,11 @@ def setup_notebook(seed: int = 0, *, precision: int = 4, threads: int = 1) -> No
 
     Seeds Python's :mod:`random`, NumPy and PyTorch; sets PyTorch and NumPy print options
     (``precision`` digits, no scientific notation for small tensors); limits PyTorch to
-    ``threads`` intra-op threads, because a sum split across threads can round differently
-    from run to run; and, inside IPython, shortens tracebacks to your own cell's line
-    (``%xmode Context`` brings the full ones back) and prints warnings without file paths.
+    ``threads`` intra-op threads, because a sum is split into one chunk per thread and the
+    chunks round differently: with a fixed count, machines with different numbers of cores
+    print the same digits (on one machine repeated runs agree anyway); and, inside IPython,
+    shortens tracebacks to your own cell's line (``%xmode Context`` brings the full ones
+    back) and prints warnings without file paths.
 
     Args:
         seed: the seed for every generator. Must be a non-negative ``int``.
@@ -100,8 +102,14 @@ def show_source(obj: Any) -> None:
     """
     try:
         source = inspect.getsource(obj)
-    except (TypeError, OSError) as exc:
+    except TypeError as exc:
         raise TypeError(
             f"show_source(): obj must be a Python function or class, got {type(obj).__name__}"
+        ) from exc
+    except OSError as exc:
+        name = getattr(obj, "__qualname__", type(obj).__name__)
+        raise ValueError(
+            f"show_source(): the source of {name} is not available: it was not defined in a "
+            "file or notebook cell (eval, exec or a compiled module, for example)"
         ) from exc
     print(textwrap.dedent(source).rstrip())

@@ -24,6 +24,10 @@ def _as_line(name: str, values: object, length: int | None) -> Tensor:
         raise TypeError(
             f"plot_curves(): {name} must be a torch.Tensor, got {type(values).__name__}"
         )
+    if values.is_complex():
+        raise TypeError(f"plot_curves(): {name} is complex; plot its .real and .imag as two curves")
+    if values.is_meta:
+        raise ValueError(f"plot_curves(): {name} is a meta tensor, which has no values to plot")
     if values.dim() != 1:
         raise ValueError(f"plot_curves(): {name} must be 1-D, got shape {tuple(values.shape)}")
     if length is not None and values.numel() != length:

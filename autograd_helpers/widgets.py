@@ -16,8 +16,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from autograd_helpers._checking.validate import check_option
 from autograd_helpers.plot import plot_curves
-from autograd_helpers.validate import check_option
 
 __all__ = ["tangent_explorer"]
 
@@ -43,8 +43,13 @@ def _check_range(x_range: object) -> tuple[float, float]:
 def _value_and_slope(fn: Callable[[Tensor], Tensor], x: float) -> tuple[float, float]:
     point = torch.tensor(x, dtype=torch.float64, requires_grad=True)
     y = fn(point)
-    if not isinstance(y, Tensor) or y.numel() != 1:
-        raise TypeError(f"fn must return a one-element tensor, got {type(y).__name__}")
+    if not isinstance(y, Tensor):
+        raise TypeError(f"fn must return a tensor, got {type(y).__name__}")
+    if y.numel() != 1:
+        raise ValueError(
+            f"fn must map a number to a number, but it returned shape {tuple(y.shape)}; "
+            "the explorer draws the slope of a function of one variable"
+        )
     (slope,) = torch.autograd.grad(y, point)
     return float(y.detach()), float(slope)
 

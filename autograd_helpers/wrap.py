@@ -2,18 +2,24 @@
 
 Introduced in ``01_custom_function.ipynb``, section 4. Inside ``forward`` autograd is off,
 so a built-in called there records nothing. :func:`wrap_builtin` turns it back on for a
-moment and runs the built-in on *detached copies* of the inputs (fresh leaves that share
-memory, not graph, with the caller's tensors). That records a small graph of its own, which
-``backward`` then differentiates with :func:`torch.autograd.grad`.
+moment and runs the built-in on *detached aliases* of the inputs: ``detach()`` returns a new
+tensor that shares the input's storage (no copy) but none of its history, a fresh leaf.
+That records a small graph of its own, which ``backward`` then differentiates with
+:func:`torch.autograd.grad`.
 
-Two details make it correct:
+Three details make it correct:
 
 1. ``autograd.grad``, not ``.backward()``: ``grad`` *returns* the gradients, and the engine
    adds what our backward returns into the real inputs' ``.grad`` once. Calling
    ``.backward()`` on a subgraph built from the real inputs would add into their ``.grad``
    too: every parameter's gradient counted twice.
-2. ``retain_graph=True``: the subgraph is ours, not the caller's, so the caller's
-   ``retain_graph`` cannot keep it alive; we keep it for as long as our node lives.
+2. The fresh leaves and the subgraph's outputs go through ``save_for_backward`` like any
+   saved tensor: an in-place change of an input before backward is detected, and a
+   caller's ``backward()`` without ``retain_graph`` frees the subgraph as it frees the rest
+   of the graph. The price of the trick is memory: everything the built-in saved for its
+   backward stays alive as long as our node does, as it would without the wrapper.
+3. ``retain_graph=True`` inside our backward: the subgraph is reached only through our
+   node, so whether it may be freed is the caller's decision (point 2), not autograd.grad's.
 
 The gradients come from leaves cut off from the caller's graph, so they cannot be
 differentiated again with respect to the real inputs: the Function is ``once_differentiable``.
@@ -29,14 +35,19 @@ from torch import Tensor
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
-__all__ = ["wrap_builtin"]
+__all__ = ["IsolatedSubgraph", "wrap_builtin"]
 
 # Where the tensors sit in a call: ("arg", position) or ("kwarg", name).
 _Slot = tuple[str, Any]
 
 
-class _IsolatedSubgraph(Function):
-    """Base of the Functions :func:`wrap_builtin` makes: one subclass, one name, per built-in."""
+class IsolatedSubgraph(Function):
+    """Base of the Functions :func:`wrap_builtin` makes: one subclass, one name, per built-in.
+
+    Its inputs are ``call`` (the built-in with its non-tensor arguments bound) and the
+    tensors; its outputs are the built-in's, detached. Use :func:`wrap_builtin` rather than
+    ``.apply``: it builds ``call`` and names the subclass.
+    """
 
     @staticmethod
     def forward(ctx: Any, call: Callable[[Sequence[Tensor]], Any], *tensors: Tensor) -> Any:
@@ -47,7 +58,9 @@ class _IsolatedSubgraph(Function):
         with torch.enable_grad():
             result = call(leaves)
         outputs = result if isinstance(result, tuple) else (result,)
-        ctx.leaves, ctx.outputs = leaves, outputs
+        # 3. keep both ends of the subgraph for backward
+        ctx.save_for_backward(*leaves, *outputs)
+        ctx.count = len(leaves)
         detached = tuple(o.detach() for o in outputs)
         ctx.mark_non_differentiable(
             *(d for d, o in zip(detached, outputs, strict=True) if not o.requires_grad)
@@ -58,10 +71,12 @@ class _IsolatedSubgraph(Function):
     @once_differentiable
     def backward(ctx: Any, *grad_outputs: Tensor | None) -> tuple[Tensor | None, ...]:
         needs = ctx.needs_input_grad[1:]
-        wanted = [leaf for leaf, need in zip(ctx.leaves, needs, strict=True) if need]
+        saved = ctx.saved_tensors
+        leaves, outputs = saved[: ctx.count], saved[ctx.count :]
+        wanted = [leaf for leaf, need in zip(leaves, needs, strict=True) if need]
         pairs = [
             (out, torch.zeros_like(out) if grad is None else grad)
-            for out, grad in zip(ctx.outputs, grad_outputs, strict=True)
+            for out, grad in zip(outputs, grad_outputs, strict=True)
             if out.requires_grad
         ]
         grads = iter(
@@ -69,7 +84,7 @@ class _IsolatedSubgraph(Function):
                 [out for out, _ in pairs],
                 wanted,
                 [grad for _, grad in pairs],
-                retain_graph=True,  # the subgraph is ours; a second backward may need it
+                retain_graph=True,  # the caller's retain_graph decides (see the module doc)
                 allow_unused=True,
             )
             if wanted and pairs
@@ -111,8 +126,8 @@ def wrap_builtin(fn: Callable[..., Any], *, name: str | None = None) -> Callable
         raise ValueError(f"wrap_builtin(): name must be a Python identifier, got {name!r}")
     label: str = name or str(getattr(fn, "__name__", "builtin"))
     function = cast(
-        type[_IsolatedSubgraph],
-        type(f"Wrapped{_camel(label)}", (_IsolatedSubgraph,), {"__module__": __name__}),
+        type[IsolatedSubgraph],
+        type(f"Wrapped{_camel(label)}", (IsolatedSubgraph,), {"__module__": __name__}),
     )
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:

@@ -13,8 +13,8 @@ import torch
 from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
+from autograd_helpers._checking.feedback import CheckResult
 from autograd_helpers.checks import check_function, check_tensor
-from autograd_helpers.feedback import CheckResult
 from tests.learner_code import Cube, X, cube, saved, variant
 
 
@@ -46,7 +46,7 @@ def test_a_correct_function_passes_without_reference():
 
 
 def test_a_plain_callable_is_checked_through_autograd():
-    assert check(torch.sin, reference=torch.sin).passed
+    assert check(torch.sin, reference=torch.sin, allow_callable=True).passed
 
 
 def test_a_modern_form_once_differentiable_function_passes():
@@ -210,7 +210,9 @@ def test_a_little_printing_is_shown_not_lost():
 
 
 def test_a_graph_cut_in_a_plain_callable():
-    result = check(lambda x: torch.from_numpy(x.detach().numpy() ** 3), name="numpy_cube")
+    result = check(
+        lambda x: torch.from_numpy(x.detach().numpy() ** 3), name="numpy_cube", allow_callable=True
+    )
     assert_fails(result, "numpy_cube: the output does not require grad", "cut the graph")
 
 
@@ -232,22 +234,58 @@ def test_a_wrong_gradient_names_the_worst_element_and_gives_a_hint(backward, hin
     assert_fails(result, "the gradient for `x` is off compared with", "worst element `x[", hint)
 
 
+def test_a_one_line_stub_is_not_implemented_yet():
+    class OneLine(Function):
+        @staticmethod
+        def forward(ctx, x): raise NotImplementedError  # fmt: skip
+
+        @staticmethod
+        def backward(ctx, g): raise NotImplementedError  # fmt: skip
+
+    result = check(OneLine)
+    assert result.status == "not implemented", result.message
+
+
+def test_an_empty_output_is_not_a_pass():
+    result = check(variant(forward=lambda ctx, x: x[:0] ** 3))
+    assert_fails(result, "forward returned an empty tensor")
+
+
+def test_the_grad_reference_footnote_does_not_speak_of_derivatives():
+    wrong = variant(forward=lambda ctx, x: x.round(), backward=lambda ctx, g: 2 * g)
+    result = check(wrong, grad_reference=lambda x: x)
+    assert_fails(result, "these are the gradients for it, not for `grad_output` = 1")
+    assert "times the derivative" not in result.message
+
+
 def test_without_reference_finite_differences_catch_a_wrong_gradient():
     result = check(variant(backward=lambda ctx, g: g * saved(ctx)))
     assert_fails(result, "compared with finite differences", "yours", "off by")
 
 
 def test_an_input_the_output_ignores_needs_no_gradient():
-    result = check_function(lambda x, y: x * 2, X, X, name="ignores_y")
+    result = check_function(lambda x, y: x * 2, X, X, name="ignores_y", allow_callable=True)
     assert result.passed, result.message
 
 
 def test_a_detached_input_in_a_callable_gets_no_gradient():
-    result = check_function(lambda x, y: x * y.detach(), X, X, name="mul")
+    result = check_function(lambda x, y: x * y.detach(), X, X, name="mul", allow_callable=True)
     assert_fails(result, "`y` gets no gradient")
 
 
 # --- learner objects that are not Functions ----------------------------------------------------
+
+
+def test_a_plain_function_where_a_function_is_asked_for_fails_clearly():
+    def Tanh(x):
+        return torch.tanh(x)
+
+    result = check(Tanh, reference=torch.tanh)
+    assert_fails(result, "asks for a `torch.autograd.Function` subclass", "plain function")
+    result = check(torch.tanh, reference=torch.tanh)
+    assert_fails(result, "`tanh` is a built-in function")
+    assert_fails(check(lambda x: x**3), "`<lambda>` is a lambda")
+    assert check(Tanh, reference=torch.tanh, allow_callable=True).passed
 
 
 def test_a_class_that_forgot_to_subclass_function():
@@ -328,6 +366,10 @@ def test_the_result_renders_as_html_and_text():
         ({"wrt": [3]}, ValueError, "wrt"),
         ({"wrt": "0"}, TypeError, "wrt"),
         ({"name": 5}, TypeError, "name"),
+        ({"eps": 1e-30}, ValueError, "eps must be a number from 1e-10 to 1e-2"),
+        ({"eps": 0.5}, ValueError, "eps"),
+        ({"atol": 10.0}, ValueError, "atol must be a number in \\(0, 1\\)"),
+        ({"allow_callable": "yes"}, TypeError, "allow_callable"),
     ],
 )
 def test_bad_options_raise_naming_the_option(kwargs, error, phrase):
@@ -342,6 +384,39 @@ def test_inputs_must_include_a_floating_point_tensor():
         check_function(Cube, torch.arange(3))
     with pytest.raises(ValueError, match="complex"):
         check_function(Cube, torch.ones(2, dtype=torch.complex64))
+
+
+def test_an_input_without_elements_is_refused_rather_than_passed():
+    with pytest.raises(ValueError, match="input 0 has no elements"):
+        check_function(torch.sin, torch.empty(0), allow_callable=True)
+    with pytest.raises(ValueError, match="input 1 has no elements"):
+        check_function(torch.mul, X, torch.empty(0, 5), allow_callable=True)
+
+
+def test_meta_tensors_are_refused_by_name():
+    with pytest.raises(ValueError, match="input 0 is a meta tensor"):
+        check_function(Cube, torch.ones(3, device="meta"))
+    with pytest.raises(ValueError, match="expected is a meta tensor"):
+        check_tensor(torch.ones(3), torch.ones(3, device="meta"))
+    assert_fails(check_tensor(torch.ones(3, device="meta"), torch.ones(3)), "meta tensor")
+
+
+def test_a_reference_that_raises_is_the_checks_fault_not_the_learners():
+    def reference(x):
+        return x / "3"
+
+    with pytest.raises(ValueError, match=r"the reference raised TypeError.*set up wrong"):
+        check_function(Cube, X, reference=reference)
+    with pytest.raises(ValueError, match="the grad_reference raised ZeroDivisionError"):
+        check_function(Cube, X, grad_reference=lambda x: 1 / 0)
+    with pytest.raises(TypeError, match="the reference must return a tensor"):
+        check_function(Cube, X, reference=lambda x: 3.0)
+
+
+def test_a_reference_of_another_shape_is_named_as_the_reference():
+    result = check(Cube, reference=lambda x: (x**3).sum())
+    assert_fails(result, "the output has shape (5,), but the reference's has shape ()")
+    assert "expected ()" not in result.message
 
 
 # --- check_tensor ------------------------------------------------------------------------------
@@ -403,3 +478,108 @@ def test_changing_grad_output_in_place_is_named():
 def test_the_worst_element_quotes_the_input_and_grad_output_there():
     result = check(variant(backward=lambda ctx, g: g * 2 * saved(ctx)), reference=cube)
     assert_fails(result, "There `x` = ", "and `grad_output` = ")
+
+
+# --- several inputs: shapes autograd can sum down, swaps, transposes ---------------------------
+
+
+class ScaleFeatures(Function):
+    """``x * scale`` with ``x`` (N, F) and ``scale`` (F,); backward leaves the sum to autograd."""
+
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(x, scale)
+        return x * scale
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, scale = ctx.saved_tensors
+        return grad_output * scale, grad_output * x  # (N, F) for scale: autograd sums it
+
+
+BATCH, SCALE = torch.randn(3, 4), torch.randn(4)
+
+
+def test_a_gradient_autograd_sums_down_to_its_input_passes_with_a_note():
+    result = check_function(ScaleFeatures, BATCH, SCALE, reference=torch.mul)
+    assert result.passed, result.message
+    assert "Note: backward returned a gradient of shape (3, 4) for `scale`" in result.message
+
+
+def test_gradients_swapped_in_place_of_each_other_are_named():
+    swapped = type(
+        "ScaleFeatures",
+        (ScaleFeatures,),
+        {
+            "backward": staticmethod(
+                lambda ctx, g: (g * ctx.saved_tensors[0], g * ctx.saved_tensors[1])
+            )
+        },
+    )
+    result = check_function(swapped, BATCH, SCALE, reference=torch.mul)
+    assert_fails(result, "the gradients for `x` and `scale` look swapped")
+
+
+class MatMul(Function):
+    @staticmethod
+    def forward(ctx, x, weight):
+        ctx.save_for_backward(x, weight)
+        return x @ weight
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, weight = ctx.saved_tensors
+        return grad_output @ weight.T, x.T @ grad_output
+
+
+def _matmul_variant(backward):
+    return type("MatMul", (MatMul,), {"backward": staticmethod(backward)})
+
+
+def test_matmul_shape_mistakes_get_their_hint():
+    x, w = torch.randn(5, 3), torch.randn(3, 2)
+    assert check_function(MatMul, x, w, reference=torch.matmul).passed
+    transposed = _matmul_variant(
+        lambda ctx, g: (g @ ctx.saved_tensors[1].T, g.T @ ctx.saved_tensors[0])
+    )
+    assert_fails(
+        check_function(transposed, x, w, reference=torch.matmul),
+        "the gradient for `weight` has shape (2, 3), but `weight` has shape (3, 2)",
+        "transposed shape",
+    )
+    swapped = _matmul_variant(
+        lambda ctx, g: (ctx.saved_tensors[0].T @ g, g @ ctx.saved_tensors[1].T)
+    )
+    assert_fails(
+        check_function(swapped, x, w, reference=torch.matmul),
+        "the gradients for `x` and `weight` look swapped",
+    )
+
+
+def test_a_square_matrix_hides_the_transposed_shape_but_not_the_values():
+    x, w = torch.randn(3, 3), torch.randn(3, 3)
+    transposed = _matmul_variant(
+        lambda ctx, g: (g @ ctx.saved_tensors[1].T, g.T @ ctx.saved_tensors[0])
+    )
+    assert_fails(
+        check_function(transposed, x, w, reference=torch.matmul),
+        "the gradient for `weight` is off",
+    )
+
+
+def test_an_integer_output_gets_a_hint_about_integers():
+    result = check(variant(forward=lambda ctx, x: torch.round(x).long()), reference=torch.round)
+    assert_fails(result, "dtype torch.int64", "an integer tensor (torch.int64) cannot carry")
+    assert "zeros_like" not in result.message
+
+
+def test_a_wrong_gradient_of_a_function_that_changes_shape_gets_a_verdict_not_a_crash():
+    # the output (7 elements) and the input (9) differ in shape: no hint may multiply them
+    def pool_keeping_one(t):
+        values = torch.nn.functional.max_pool1d(t * t, 3, stride=1)
+        return values.detach() * 0.5 + values * 0.5  # the same values, half the gradient
+
+    x = torch.randn(1, 2, 9)
+    reference = lambda t: torch.nn.functional.max_pool1d(t * t, 3, stride=1)  # noqa: E731
+    result = check_function(pool_keeping_one, x, reference=reference, allow_callable=True)
+    assert_fails(result, "is off compared with", "0.5 times the right one")

@@ -50,3 +50,7 @@ def test_a_missing_package_and_an_old_python_are_reported():
 def test_bad_extras():
     with pytest.raises(TypeError, match="extras"):
         environment.course_pins("lab")  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match=r"unknown extras \['labs'\]; the course has \['dev', 'lab', 'test'\]"
+    ):
+        environment.course_pins(("labs",))

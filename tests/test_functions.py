@@ -201,6 +201,23 @@ def test_linear_computes_only_the_gradients_asked_for(needs):
     assert [t.grad is not None for t in (x, w, b)] == list(needs)
 
 
+@pytest.mark.parametrize(("in_features", "out_features"), [(0, 3), (4, 0), (0, 0)])
+def test_linear_with_an_empty_layer_matches_f_linear(in_features, out_features):
+    x = _randn(5, in_features).requires_grad_()
+    w = _randn(out_features, in_features, seed=1).requires_grad_()
+    b = _randn(out_features, seed=2).requires_grad_()
+    out = fns.linear(x, w, b)
+    torch.testing.assert_close(out, F.linear(x, w, b))
+    grads = torch.autograd.grad(out, (x, w, b), torch.ones_like(out))
+    expected = torch.autograd.grad(F.linear(x, w, b), (x, w, b), torch.ones_like(out))
+    for got, want in zip(grads, expected, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_pooling_an_empty_batch_gives_an_empty_result():
+    assert fns.square_and_max_pool1d(torch.ones(0, 2, 6), 2).shape == (0, 2, 3)
+
+
 def test_linear_accepts_a_single_sample_and_no_bias():
     x, w = _randn(4).requires_grad_(), _randn(3, 4, seed=1).requires_grad_()
     assert gradcheck(fns.linear, (x, w))
@@ -270,10 +287,18 @@ def test_pool_matches_the_builtin_in_any_valid_configuration(
     mine = fns.square_and_max_pool1d(x, kernel, stride, padding, dilation, ceil_mode)
     theirs = F.max_pool1d(y * y, kernel, stride, padding, dilation, ceil_mode)
     torch.testing.assert_close(mine, theirs)
-    grad_output = _randn(*mine.shape, seed=seed + 1)
-    mine.backward(grad_output)
-    theirs.backward(grad_output)
-    torch.testing.assert_close(x.grad, y.grad)
+    # first derivative, recorded so that it can be differentiated again
+    grad_output = _randn(*mine.shape, seed=seed + 1).requires_grad_()
+    (first_mine,) = torch.autograd.grad(mine, x, grad_output, create_graph=True)
+    (first_theirs,) = torch.autograd.grad(theirs, y, grad_output, create_graph=True)
+    torch.testing.assert_close(first_mine, first_theirs)
+    # second derivative, with respect to the input and to grad_output
+    v = _randn(*x.shape, seed=seed + 2)
+    second_mine = torch.autograd.grad(first_mine, (x, grad_output), v, allow_unused=True)
+    second_theirs = torch.autograd.grad(first_theirs, (y, grad_output), v, allow_unused=True)
+    for got, want, like in zip(second_mine, second_theirs, (x, grad_output), strict=True):
+        zeros = torch.zeros_like(like)
+        torch.testing.assert_close(zeros if got is None else got, zeros if want is None else want)
 
 
 # --- bad arguments name themselves ------------------------------------------------------------
@@ -304,6 +329,21 @@ X = torch.ones(2, 3, 8)
             "bias must have shape",
         ),
         (lambda: fns.linear(torch.tensor(1.0), torch.ones(1, 1)), ValueError, "input must have"),
+        (
+            lambda: fns.linear(torch.ones(2, 8), torch.ones(4, 8, device="meta")),
+            ValueError,
+            "weight is on meta but input is on cpu",
+        ),
+        (
+            lambda: fns.linear(torch.ones(2, 8), torch.ones(4, 8), torch.ones(4, device="meta")),
+            ValueError,
+            "bias is on meta",
+        ),
+        (
+            lambda: fns.square_and_max_pool1d(torch.ones(2, 0, 5), 2),
+            ValueError,
+            "input has no channels \\(shape \\(2, 0, 5\\)\\)",
+        ),
         (
             lambda: fns.square_and_max_pool1d(torch.ones(8), 2),
             ValueError,

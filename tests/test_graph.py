@@ -51,3 +51,5 @@ def test_bad_arguments():
     x = torch.ones(2, requires_grad=True)
     with pytest.raises(TypeError, match="names"):
         autograd_graph(x * 2, names={"x": 1.0})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match=r"names must be a mapping from names to tensors.*got list"):
+        autograd_graph(x * 2, names=[x])  # type: ignore[arg-type]

@@ -62,6 +62,9 @@ def test_show_source(capsys):
     assert capsys.readouterr().out.startswith("def setup_notebook(")
     with pytest.raises(TypeError, match="obj"):
         ah.show_source(42)
+    made_by_eval = eval("lambda x: x")
+    with pytest.raises(ValueError, match="the source of <lambda> is not available"):
+        ah.show_source(made_by_eval)
 
 
 def test_import_is_lazy_about_heavy_optional_modules():

@@ -112,3 +112,32 @@ def test_notebook_is_valid_nbformat_with_unique_cell_ids(path):
     nbformat.validate(nb)  # raises on a schema violation
     ids = [cell.id for cell in nb.cells]
     assert len(ids) == len(set(ids)), f"{path.name}: duplicate cell ids"
+
+
+VERDICT_ICONS = ("✅", "❌", "📝")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_exercise_checker_passes_on_the_reference_solution(path):
+    # A checker that fails on the course's own solution blames learners for the course's
+    # mistake (a wrong reference, a bad option): the recorded verdict must be a pass.
+    cells = _cells(path)
+    for index, cell in enumerate(cells):
+        if cell["cell_type"] != "code" or "### BEGIN SOLUTION" not in "".join(cell["source"]):
+            continue
+        verdict = next(
+            (
+                (later, text)
+                for later, after in enumerate(cells[index:], start=index)
+                if after["cell_type"] == "code"
+                for output in after["outputs"]
+                for text in _output_texts(output)
+                if any(icon in text for icon in VERDICT_ICONS)
+            ),
+            None,
+        )
+        assert verdict is not None, f"{path.name}, cell {index}: no checker after the solution"
+        later, text = verdict
+        assert "✅" in text and "❌" not in text and "📝" not in text, (
+            f"{path.name}, cell {later}: the checker does not pass the reference solution:\n{text}"
+        )

@@ -1,11 +1,11 @@
-"""autograd_helpers.numeric: finite differences agree with autograd; mismatches are located."""
+"""autograd_helpers._checking.numeric: finite differences agree with autograd."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from autograd_helpers.numeric import finite_difference_vjp, first_mismatch, format_number
+from autograd_helpers._checking.numeric import finite_difference_vjp, format_number, worst_mismatch
 
 
 def test_finite_differences_match_autograd_for_a_multi_input_multi_output_function():
@@ -32,11 +32,11 @@ def test_finite_differences_work_on_non_contiguous_inputs():
     torch.testing.assert_close(estimate, 2 * x)
 
 
-def test_first_mismatch_reports_the_worst_element_with_its_index():
+def test_worst_mismatch_reports_the_worst_element_with_its_index():
     expected = torch.zeros(2, 3)
     got = expected.clone()
     got[0, 1], got[1, 2] = 0.1, 5.0
-    mismatch = first_mismatch(got, expected, atol=1e-3, rtol=0)
+    mismatch = worst_mismatch(got, expected, atol=1e-3, rtol=0)
     assert mismatch is not None
     assert (mismatch.index, mismatch.got, mismatch.count, mismatch.numel) == ("[1, 2]", 5.0, 2, 6)
     text = mismatch.describe("g", "yours", "expected")
@@ -45,9 +45,9 @@ def test_first_mismatch_reports_the_worst_element_with_its_index():
     )
 
 
-def test_first_mismatch_treats_nan_as_worst_and_matching_nan_or_inf_as_equal():
+def test_worst_mismatch_treats_nan_as_worst_and_matching_nan_or_inf_as_equal():
     assert (
-        first_mismatch(
+        worst_mismatch(
             torch.tensor([float("nan"), float("inf")]),
             torch.tensor([float("nan"), float("inf")]),
             atol=0,
@@ -55,13 +55,13 @@ def test_first_mismatch_treats_nan_as_worst_and_matching_nan_or_inf_as_equal():
         )
         is None
     )
-    mismatch = first_mismatch(torch.tensor([9.0, float("nan")]), torch.zeros(2), atol=0, rtol=0)
+    mismatch = worst_mismatch(torch.tensor([9.0, float("nan")]), torch.zeros(2), atol=0, rtol=0)
     assert mismatch is not None and mismatch.index == "[1]"
-    assert first_mismatch(torch.ones(3), torch.ones(3) + 1e-9, atol=1e-8, rtol=0) is None
+    assert worst_mismatch(torch.ones(3), torch.ones(3) + 1e-9, atol=1e-8, rtol=0) is None
 
 
 def test_a_scalar_mismatch_has_no_index():
-    mismatch = first_mismatch(torch.tensor(1.0), torch.tensor(2.0), atol=0, rtol=0)
+    mismatch = worst_mismatch(torch.tensor(1.0), torch.tensor(2.0), atol=0, rtol=0)
     assert mismatch is not None
     assert mismatch.describe("", "yours", "expected") == "the value: yours 1, expected 2 (off by 1)"
 
@@ -71,3 +71,16 @@ def test_a_scalar_mismatch_has_no_index():
 )
 def test_format_number(value, text):
     assert format_number(value) == text
+
+
+@pytest.mark.parametrize(
+    ("inputs", "eps", "error", "phrase"),
+    [
+        ([torch.arange(3)], 1e-6, TypeError, "input 0 must be a floating-point tensor"),
+        ([3.0], 1e-6, TypeError, "input 0 must be a floating-point tensor"),
+        ([torch.ones(3)], 0.0, ValueError, "eps must be a positive number"),
+    ],
+)
+def test_finite_differences_refuse_what_cannot_be_stepped(inputs, eps, error, phrase):
+    with pytest.raises(error, match=phrase):
+        finite_difference_vjp(lambda x: x * 2, inputs, [torch.ones(3)], [0], eps=eps)

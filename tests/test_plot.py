@@ -31,6 +31,13 @@ def test_one_line_per_curve_with_labels_and_gaps_for_nan():
         (torch.ones(2), {}, ValueError, "curves must be a non-empty mapping"),
         (torch.ones(2), {"a": torch.ones(3)}, ValueError, "curves\\['a'\\] has 3 points"),
         (torch.ones(2), {"a": [1, 2]}, TypeError, "curves\\['a'\\] must be a torch.Tensor"),
+        (
+            torch.ones(2),
+            {"a": torch.ones(2, dtype=torch.complex64)},
+            TypeError,
+            "curves\\['a'\\] is complex; plot its .real and .imag",
+        ),
+        (torch.ones(2, device="meta"), {"a": torch.ones(2)}, ValueError, "x is a meta tensor"),
     ],
 )
 def test_bad_arguments(x, curves, error, phrase):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from autograd_helpers.widgets import tangent_explorer
 
@@ -34,6 +35,12 @@ def test_an_exception_in_fn_is_shown_not_raised():
     assert "f'(x) = 2" in readout.value
     slider.value = 1.0
     assert "fn raised ValueError" in readout.value and "too big" in readout.value
+
+
+def test_a_vector_valued_fn_is_explained_in_the_readout():
+    explorer = tangent_explorer(lambda x: torch.stack([x, 2 * x]))
+    readout = explorer.children[1].value
+    assert "fn raised ValueError" in readout and "returned shape (2,)" in readout
 
 
 @pytest.mark.parametrize(

@@ -91,3 +91,23 @@ def test_bad_arguments_and_bad_builtins():
     with pytest.raises(TypeError, match="wrap_builtin\\(listy\\): the built-in must return"):
         listy(torch.ones(2, requires_grad=True))
     assert wrap_builtin(torch.sin, name="my_sin").__name__ == "wrapped_my_sin"
+
+
+def test_a_backward_without_retain_graph_frees_the_subgraph_like_any_graph():
+    x, w, b = _params()
+    out = wrap_builtin(F.linear)(x, w, b).sum()
+    node = out.grad_fn.next_functions[0][0]  # the wrapper's node
+    out.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out.backward()
+    with pytest.raises(RuntimeError, match="freed"):
+        node.saved_tensors  # noqa: B018 (the subgraph's two ends were saved, and are gone)
+
+
+def test_an_input_changed_in_place_after_forward_is_refused_even_if_the_builtin_would_not_care():
+    data = torch.randn(4, dtype=DOUBLE, requires_grad=True).clone()
+    y = wrap_builtin(torch.add)(data, 1.0)  # addition itself saves nothing
+    with torch.no_grad():
+        data.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()

@@ -15,16 +15,20 @@ from typing import Any
 from torch import Tensor
 from torch.autograd import Function
 
-from autograd_helpers.feedback import CheckResult, failed, not_implemented
-from autograd_helpers.numeric import same_values
+from autograd_helpers._checking.feedback import CheckResult, failed, not_implemented
+from autograd_helpers._checking.numeric import same_values
 
-__all__ = ["STUB_HINT", "argument_names", "diagnose", "entry_points", "spy"]
+__all__ = ["STUB_HINT", "diagnose", "entry_points", "forward_parameter_names", "spy"]
 
 STUB_HINT = "Replace the `...` with your code."
 
 
-def diagnose(fn: object, label: str) -> CheckResult | None:
-    """Explain why ``fn`` cannot be checked at all, or return ``None`` when it can."""
+def diagnose(fn: object, label: str, *, require_function: bool) -> CheckResult | None:
+    """Explain why ``fn`` cannot be checked at all, or return ``None`` when it can.
+
+    With ``require_function``, anything but a ``torch.autograd.Function`` subclass is refused
+    (an exercise that asks for a Function is not answered by ``torch.tanh``).
+    """
     if fn is Ellipsis:
         return not_implemented(label, STUB_HINT)
     if fn is None:
@@ -51,10 +55,33 @@ def diagnose(fn: object, label: str) -> CheckResult | None:
         return failed(
             label, f"expected a Function subclass or a function, got {type(fn).__name__}."
         )
+    if require_function:
+        return failed(
+            label,
+            f"this exercise asks for a `torch.autograd.Function` subclass, and `{label}` is "
+            f"a {_callable_kind(fn)}.",
+            "Define it as `class Name(torch.autograd.Function):` with static `forward` and "
+            "`backward` methods: writing the backward yourself is the exercise.",
+        )
     return None
 
 
-def argument_names(fn: object, count: int) -> list[str]:
+def _callable_kind(fn: object) -> str:
+    if inspect.isfunction(fn):
+        return "lambda" if fn.__name__ == "<lambda>" else "plain function"
+    if inspect.isbuiltin(fn) or type(fn).__module__ == "torch":
+        return "built-in function"
+    return type(fn).__name__
+
+
+def forward_parameter_names(fn: object, count: int) -> list[str]:
+    """Names for the first ``count`` inputs of ``fn``, as the learner wrote them.
+
+    For a classic-form Function these are ``forward``'s parameters after ``ctx`` (the
+    modern form's ``forward`` has no ``ctx``); for a plain callable, its parameters. An input
+    that has no positional parameter of its own (``*args``, or a signature that cannot be
+    read) is called ``"input i"``.
+    """
     names = [f"input {i}" for i in range(count)]
     target = fn.forward if isinstance(fn, type) and issubclass(fn, Function) else fn
     try:

@@ -10,9 +10,19 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["CheckResult", "Status", "failed", "not_implemented"]
+if TYPE_CHECKING:
+    from autograd_helpers._checking.runner import Outcome
+
+__all__ = [
+    "CheckResult",
+    "Status",
+    "failed",
+    "from_learner_error",
+    "not_implemented",
+    "printed_lines",
+]
 
 Status = Literal["passed", "failed", "not implemented"]
 
@@ -92,3 +102,37 @@ def failed(label: str, title: str, *details: str) -> CheckResult:
 def not_implemented(label: str, *details: str) -> CheckResult:
     """``📝 label: not implemented yet.``, then the details (where the stub is)."""
     return CheckResult("not implemented", f"{label}: not implemented yet.", details)
+
+
+def printed_lines(text: str, lines: int = 10, width: int = 160) -> tuple[str, ...]:
+    """What the learner's code printed, as one detail cut to ``lines`` lines of ``width``."""
+    shown = [
+        line if len(line) <= width else line[: width - 1] + "…"
+        for line in text.rstrip().splitlines()
+    ]
+    if not shown:
+        return ()
+    more = f"\n(… {len(shown) - lines} more lines)" if len(shown) > lines else ""
+    return ("Your code printed:\n" + "\n".join(shown[:lines]) + more,)
+
+
+def from_learner_error(label: str, stage: str, outcome: Outcome) -> CheckResult:
+    """The verdict for learner code that raised: "not implemented yet" for a stub, else the
+    exception and the learner's line (``stage`` says when: ``"forward"``, ``"backward"``...).
+    """
+    from autograd_helpers._checking.runner import OutputLimitError
+
+    error = outcome.error
+    if error is None:
+        raise ValueError("from_learner_error(): outcome holds no error")
+    if error.is_stub:
+        where = f" in `{error.function}`" if error.function else ""
+        return not_implemented(
+            label,
+            f"Replace the `raise NotImplementedError`{where} with your code, then run this "
+            "cell again.",
+        )
+    if isinstance(error.exception, OutputLimitError):
+        return failed(label, f"{stage} printed too much.", str(error.exception), error.where)
+    details = [error.describe(), *([error.where] if error.where else [])]
+    return failed(label, f"{stage} raised an exception.", *details, *printed_lines(outcome.printed))

@@ -19,13 +19,15 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from autograd_helpers._checking.validate import check_option
+
 __all__ = [
     "Mismatch",
     "finite_difference_vjp",
-    "first_mismatch",
     "format_number",
     "index_text",
     "same_values",
+    "worst_mismatch",
 ]
 
 
@@ -80,7 +82,7 @@ class Mismatch:
         )
 
 
-def first_mismatch(got: Tensor, expected: Tensor, *, atol: float, rtol: float) -> Mismatch | None:
+def worst_mismatch(got: Tensor, expected: Tensor, *, atol: float, rtol: float) -> Mismatch | None:
     """Compare like :func:`torch.allclose` (NaNs equal where both are NaN); report the worst.
 
     Both tensors must have the same shape. Returns ``None`` when every element is close.
@@ -126,6 +128,20 @@ def finite_difference_vjp(
         >>> finite_difference_vjp(lambda x: x**2, [x], [ones], [0], eps=1e-6)
         [tensor([2.0000, 4.0000], dtype=torch.float64)]
     """
+
+    if not callable(function):
+        raise TypeError(
+            f"finite_difference_vjp(): function must be callable, got {type(function).__name__}"
+        )
+    check_option("finite_difference_vjp", "eps", eps, "a positive number", lambda v: v > 0)
+    for i in wrt:
+        x = inputs[i]
+        if not isinstance(x, Tensor) or not x.is_floating_point():
+            kind = x.dtype if isinstance(x, Tensor) else type(x).__name__
+            raise TypeError(
+                f"finite_difference_vjp(): input {i} must be a floating-point tensor (a step "
+                f"of eps cannot be added to {kind})"
+            )
 
     def weighted_sum(args: list[object]) -> float:
         outputs = function(*args)

@@ -1,11 +1,12 @@
-"""autograd_helpers.sandbox: learner code runs contained; errors are located in its lines."""
+"""autograd_helpers._checking.runner: learner code runs contained, errors located in its lines."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from autograd_helpers.sandbox import MAX_NESTED_BACKWARD, nested_backward_limit, run_learner_code
+from autograd_helpers._checking.runner import run_learner_code
+from autograd_helpers.guards import MAX_NESTED_BACKWARD
 
 
 def test_a_returned_value_and_what_was_printed():
@@ -82,9 +83,3 @@ def test_keyboard_interrupt_still_stops_the_cell():
 
     with pytest.raises(KeyboardInterrupt):
         run_learner_code(interrupted)
-
-
-@pytest.mark.parametrize("depth", [0, 51, 2.5, True])
-def test_nested_backward_limit_rejects_a_bad_depth(depth):
-    with pytest.raises(ValueError, match="max_depth"), nested_backward_limit(depth):
-        pass

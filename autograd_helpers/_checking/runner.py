@@ -5,10 +5,9 @@ what happened (its value, or the exception with the learner's own line) instead 
 While learner code runs:
 
 - what it prints is captured, up to a limit (a print in a loop cannot flood the notebook);
-- a ``backward()`` (or ``autograd.grad``) nested inside a backward is counted and stopped at
-  :data:`MAX_NESTED_BACKWARD` levels. Calling ``output.backward()`` inside a custom
-  ``backward`` otherwise recurses without end: the engine moves to new threads past about 60
-  levels and memory grows, with no clean error.
+- backward passes nested inside a backward are stopped at
+  :data:`~autograd_helpers.guards.MAX_NESTED_BACKWARD` levels
+  (:func:`~autograd_helpers.guards.nested_backward_limit`).
 """
 
 from __future__ import annotations
@@ -16,47 +15,38 @@ from __future__ import annotations
 import contextlib
 import io
 import linecache
+import re
 import sysconfig
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from autograd_helpers.validate import check_option
+from autograd_helpers._checking.validate import check_option
+from autograd_helpers.guards import nested_backward_limit
 
-__all__ = [
-    "MAX_NESTED_BACKWARD",
-    "LearnerError",
-    "NestedBackwardError",
-    "Outcome",
-    "OutputLimitError",
-    "nested_backward_limit",
-    "run_learner_code",
-]
+__all__ = ["LearnerError", "Outcome", "OutputLimitError", "run_learner_code"]
 
-MAX_NESTED_BACKWARD = 16
 OUTPUT_LIMIT = 100_000  # characters a learner's code may print during one check
 
 # Frames from these folders are library code; any other frame is the learner's.
 _LIBRARY_DIRS = tuple(
-    str(Path(folder).resolve())
+    Path(folder).resolve()
     for folder in (
         str(Path(torch.__file__).parent),
-        str(Path(__file__).parent),
+        str(Path(__file__).parent.parent),  # autograd_helpers itself
         *(sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")),
     )
 )
+# `raise NotImplementedError`, anywhere on a line (`def backward(ctx, g): raise ...` too).
+_STUB_LINE = re.compile(r"(^|[:;]\s*)raise\s+NotImplementedError\b")
 
 
 class OutputLimitError(Exception):
     """Raised inside learner code that prints more than :data:`OUTPUT_LIMIT` characters."""
-
-
-class NestedBackwardError(RecursionError):
-    """Raised when backward passes nest deeper than :data:`MAX_NESTED_BACKWARD`."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +91,7 @@ class LearnerError:
             return False
         last = frames[-1]
         line = last.line or linecache.getline(last.filename, last.lineno or 0)
-        return not line or line.lstrip().startswith("raise")  # no source to read: trust it
+        return not line or bool(_STUB_LINE.search(line.strip()))  # no source: trust it
 
     def describe(self) -> str:
         """``"TypeError: message"``, one line, long messages cut."""
@@ -123,10 +113,10 @@ def _is_learner_file(filename: str) -> bool:
     if filename.startswith("<"):
         return not filename.startswith("<frozen")  # <string> (python -c), <stdin>: the learner's
     try:
-        resolved = str(Path(filename).resolve())
+        resolved = Path(filename).resolve()
     except OSError:
         return False
-    return not resolved.startswith(_LIBRARY_DIRS)
+    return not any(resolved.is_relative_to(folder) for folder in _LIBRARY_DIRS)
 
 
 def _first_line(text: str, limit: int = 300) -> str:
@@ -150,62 +140,6 @@ class _CappedText(io.StringIO):
                 "stopped it; remove the print (or print less) and run the check again"
             )
         return super().write(text)
-
-
-_depth = 0  # backward passes currently running, counted by the guard below
-
-
-@contextlib.contextmanager
-def nested_backward_limit(max_depth: int = MAX_NESTED_BACKWARD) -> Iterator[None]:
-    """Stop backward passes nested more than ``max_depth`` deep with a ``RecursionError``.
-
-    Introduced in ``01_custom_function.ipynb``: a custom ``backward`` that calls
-    ``.backward()`` on its own output starts a backward pass that calls it again, without
-    end. Under this context manager the ``max_depth``-th nested call raises
-    :class:`NestedBackwardError` instead. Any ``torch.autograd.backward``/``grad`` counts.
-
-    Args:
-        max_depth: nested backward passes allowed (1 to 50; a plain ``backward()`` is 1).
-
-    Example::
-
-        >>> with nested_backward_limit(4):
-        ...     y.backward()  # doctest: +SKIP
-    """
-    check_option(
-        "nested_backward_limit",
-        "max_depth",
-        max_depth,
-        "an int in 1..50",
-        lambda v: 1 <= v <= 50,
-        integer=True,
-    )
-    original_backward, original_grad = torch.autograd.backward, torch.autograd.grad
-
-    def counted(function: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            global _depth
-            if _depth >= max_depth:
-                raise NestedBackwardError(
-                    f"backward passes nested {max_depth} deep: does your backward "
-                    "call .backward() (or autograd.grad) on an output? That starts a new "
-                    "backward pass, which calls your backward again, without end"
-                )
-            _depth += 1
-            try:
-                return function(*args, **kwargs)
-            finally:
-                _depth -= 1
-
-        return wrapper
-
-    # Tensor.backward() looks torch.autograd.backward up on each call, so this catches both.
-    torch.autograd.backward = counted(original_backward)
-    torch.autograd.grad = counted(original_grad)
-    try:
-        yield
-    finally:
-        torch.autograd.backward, torch.autograd.grad = original_backward, original_grad
 
 
 def run_learner_code(
