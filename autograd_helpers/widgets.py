@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from autograd_helpers._checking.validate import check_option
+from autograd_helpers._checking.validate import check_callable, check_option, check_str
 from autograd_helpers.plot import plot_curves
 
 __all__ = ["tangent_explorer"]
@@ -25,18 +25,16 @@ _DPI = 80
 _WIDTH_PX = 480
 
 
-def _check_range(x_range: object) -> tuple[float, float]:
+def _check_range(caller: str, x_range: object) -> tuple[float, float]:
     if (
         not isinstance(x_range, tuple)
         or len(x_range) != 2
         or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in x_range)
     ):
-        raise TypeError(f"tangent_explorer(): x_range must be a (low, high) tuple, got {x_range!r}")
+        raise TypeError(f"{caller}(): x_range must be a (low, high) tuple, got {x_range!r}")
     low, high = float(x_range[0]), float(x_range[1])
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise ValueError(
-            f"tangent_explorer(): x_range must be finite with low < high, got {x_range}"
-        )
+        raise ValueError(f"{caller}(): x_range must be finite with low < high, got {x_range}")
     return low, high
 
 
@@ -104,14 +102,12 @@ def tangent_explorer(
 
         >>> tangent_explorer(lambda x: x**3 + 2 * x, label="x³ + 2x")  # doctest: +SKIP
     """
-    if not callable(fn):
-        raise TypeError(f"tangent_explorer(): fn must be callable, got {type(fn).__name__}")
-    low, high = _check_range(x_range)
     me = "tangent_explorer"
+    check_callable(me, "fn", fn)
+    low, high = _check_range(me, x_range)
     check_option(me, "value", value, f"a number in {x_range}", lambda v: low <= v <= high)
     check_option(me, "step", step, f"in (0, {high - low})", lambda v: 0 < v < high - low)
-    if not isinstance(label, str):
-        raise TypeError(f"tangent_explorer(): label must be a str, got {type(label).__name__}")
+    check_str(me, "label", label)
     import ipywidgets as widgets
 
     class TangentExplorer(widgets.VBox):

@@ -1,4 +1,4 @@
-"""tools.bench: every teaching Function is measured; the report says which targets are met.
+"""tools.bench: every registry case is measured; the report judges each target from one table.
 
 The measurements run here at tiny sizes only; `make bench` runs them for real.
 """
@@ -6,98 +6,107 @@ The measurements run here at tiny sizes only; `make bench` runs them for real.
 from __future__ import annotations
 
 import pytest
-import torch
 
-from autograd_helpers import functions
-from tools import bench
+from tools.bench import measure
+from tools.bench.report import to_markdown
+from tools.bench.results import (
+    MILLION,
+    TARGETS,
+    FunctionRow,
+    ImportFigures,
+    JacobianRow,
+    Machine,
+    NotebookFigures,
+    NotebookRun,
+    Results,
+    SuiteRun,
+    judge,
+)
+from tools.registry import FUNCTION_CASES
 
-FUNCTION_CLASSES = [
-    name
-    for name in functions.__all__
-    if isinstance(getattr(functions, name), type)
-    and issubclass(getattr(functions, name), torch.autograd.Function)
-]
 
-
-def test_every_teaching_function_has_a_bench_case():
-    assert sorted(case.name for case in bench.CASES) == sorted(FUNCTION_CLASSES)
-
-
-def test_function_rows_have_every_figure_and_match_the_builtin():
-    rows = bench.measure_functions((64,), seconds=0.01)
-    assert len(rows) == len(bench.CASES)
+def test_function_rows_cover_every_case_and_every_size():
+    rows = measure.measure_functions((64, 256), seconds=0.01)
+    assert [(r.name, r.size) for r in rows] == [
+        (case.name, size) for case in FUNCTION_CASES for size in (64, 256)
+    ]
     for row in rows:
-        keys = {"name", "numel", "median_s", "builtin_median_s", "ratio_vs_builtin"}
-        assert keys | {"saved_bytes", "builtin_saved_bytes"} <= set(row)
-        assert row["median_s"] > 0 and row["builtin_median_s"] > 0
-    sigmoid = next(r for r in rows if r["name"] == "Sigmoid")
-    assert sigmoid["saved_bytes"] < sigmoid["builtin_saved_bytes"]  # saves its output only
-
-
-@pytest.mark.parametrize("case", bench.CASES, ids=lambda c: c.name)
-def test_each_case_computes_the_same_values_as_its_builtin(case):
-    inputs = case.make_inputs(256)
-    torch.testing.assert_close(case.mine(*inputs), case.builtin(*inputs))
-    if case.fused is not None:
-        torch.testing.assert_close(case.mine(*inputs), case.fused(*inputs))
+        assert row.median_s > 0 and row.builtin_median_s > 0 and row.numel > 0
+    sigmoid = next(r for r in rows if r.name == "Sigmoid")
+    assert sigmoid.saved_bytes < sigmoid.builtin_saved_bytes  # saves its output only
+    assert sigmoid.fused_median_s is not None and sigmoid.ratio_vs_fused is not None
 
 
 def test_jacobian_rows_cover_every_method_and_size():
-    rows = bench.measure_jacobians((4, 8), seconds=0.01)
-    assert {(r["method"], r["n"]) for r in rows} == {
-        (method, n) for method in {r["method"] for r in rows} for n in (4, 8)
-    }
-    assert len({r["method"] for r in rows}) == 4
+    rows = measure.measure_jacobians((4, 8), seconds=0.01)
+    methods = {r.method for r in rows}
+    assert len(methods) == 4
+    assert {(r.method, r.n) for r in rows} == {(m, n) for m in methods for n in (4, 8)}
 
 
 def test_import_probe_reports_lazy_heavy_modules():
-    figures = bench.measure_import(repeats=1)
-    assert figures["heavy_modules_loaded_lazily"] is True
-    assert figures["import_overhead_s"] >= 0
+    figures = measure.measure_import(repeats=1)
+    assert figures.heavy_modules_loaded_lazily is True and figures.import_overhead_s >= 0
 
 
-def _results(ratio: float, over_floor: float) -> dict:
-    return {
-        "machine": {"date": "d", "python": "3.11", "torch": "2.13.0", "cpus": 2, "threads": 1},
-        "notebooks": [{"name": "00.ipynb", "wall_s": 5.0, "peak_rss_mb": 300.0}],
-        "floor_s": 2.0,
-        "floor_peak_rss_mb": 250.0,
-        "course_over_floor": over_floor,
-        "import_overhead_s": 0.01,
-        "functions": [
-            {
-                "name": "Exp",
-                "numel": 1_000_000,
-                "median_s": 0.002,
-                "builtin_median_s": 0.001,
-                "ratio_vs_builtin": ratio,
-                "saved_bytes": 4,
-                "builtin_saved_bytes": 4,
-            }
-        ],
-        "jacobian": [{"method": "torch.func.jacrev", "n": 16, "median_s": 0.001}],
-        "make_test_s": 120.0,
-    }
+def _results(ratio: float, wall_s: float, tests: SuiteRun | None, floor_s: float = 6.0) -> Results:
+    return Results(
+        machine=Machine("d", "3.11", "2.13.0", 2, 1),
+        notebooks=NotebookFigures(
+            (NotebookRun("00.ipynb", 5.0, 300.0), NotebookRun("06_profiler.ipynb", wall_s, 350.0)),
+            floor_s=floor_s,
+            floor_peak_rss_mb=250.0,
+        ),
+        imports=ImportFigures(1.0, 0.01, True),
+        functions=(
+            FunctionRow("Exp", 1_000, 1_000, 1e-5, 1e-5, 4, 4),  # only the 10⁶ row counts
+            FunctionRow("Exp", MILLION, MILLION, 0.002 * ratio, 0.002, 4, 4),
+            FunctionRow("ReLU", MILLION, MILLION, 0.002, 0.002, 4, 4),
+        ),
+        jacobians=(JacobianRow("torch.func.jacrev", 16, 0.001),),
+        tests=tests,
+    )
 
 
-def test_targets_are_reported_as_met_or_not():
-    good = _results(ratio=1.2, over_floor=2.0)
-    good.update(bench._targets(good))
-    assert all(good["met"].values())
-    bad = _results(ratio=2.0, over_floor=4.0)
-    bad.update(bench._targets(bad))
-    assert bad["met"] == {
-        "course_over_floor": False,
+def test_every_target_is_met_by_good_figures():
+    good = _results(ratio=1.2, wall_s=24.0, tests=SuiteRun(120.0, True))  # 06 may take 25 s
+    assert judge(good) == {target.key: True for target in TARGETS}
+
+
+def test_bad_figures_miss_exactly_their_targets_and_the_report_says_so():
+    bad = _results(ratio=2.0, wall_s=30.0, tests=SuiteRun(120.0, False), floor_s=2.0)
+    bad.met = judge(bad)
+    assert bad.met == {
+        "course_over_floor": False,  # (5 + 30) / (2 × 2) = 8.75
+        "notebook_wall": False,
+        "notebook_peak_rss_mb": True,
         "import_overhead_s": True,
         "ratio_vs_builtin_at_1e6": False,
-        "make_test_s": True,
+        "make_test_s": False,  # it failed, however fast
     }
-    assert bad["worst_function_at_1e6"] == "Exp"
-    text = bench.to_markdown(bad)
-    assert "| course / (floor × notebooks) | 4.0 | < 3 ✗ |" in text
-    assert "| `make test`, installed | 120.0 s | < 300 s ✓ |" in text
-    assert "| 00.ipynb | 5.0 s | 300.0 MB |" in text
-    bad["make_test_passed"] = False
-    bad.update(bench._targets(bad))
-    assert bad["met"]["make_test_s"] is False
-    assert "| `make test`, installed | 120.0 s (FAILED) | < 300 s ✗ |" in bench.to_markdown(bad)
+    text = to_markdown(bad)
+    assert "| course / (floor × notebooks) | 8.75 | < 3 ✗ |" in text
+    assert "| worst Function / built-in composition at 10⁶ elements | 2.0× (Exp) | ≤ 1.5× ✗ |" in (
+        text
+    )
+    assert "06_profiler.ipynb, limit 25 s" in text
+    assert "| `make test`, installed | 120.0 s (FAILED) | < 300 s ✗ |" in text
+    assert "| 00.ipynb | 5.0 s | 20 s | 300.0 MB |" in text
+
+
+def test_a_run_without_make_test_leaves_that_target_out():
+    results = _results(ratio=1.0, wall_s=5.0, tests=None)
+    assert "make_test_s" not in judge(results)
+    assert "| `make test`, installed | – | < 300 s |" in to_markdown(results)
+
+
+@pytest.mark.parametrize("ratio", [1.5, 1.51])
+def test_the_function_ratio_limit_is_inclusive(ratio):
+    assert judge(_results(ratio, 5.0, None))["ratio_vs_builtin_at_1e6"] is (ratio <= 1.5)
+
+
+def test_results_serialise_with_derived_figures():
+    data = _results(ratio=2.0, wall_s=5.0, tests=None, floor_s=2.0).to_json()
+    assert data["notebooks"]["course_over_floor"] == 2.5
+    assert data["functions"][1]["ratio_vs_builtin"] == 2.0
+    assert data["functions"][0]["ratio_vs_fused"] is None

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.lab_server import running_lab
+from tools.course import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 SCREENSHOTS = REPO / "build" / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")

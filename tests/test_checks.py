@@ -323,7 +323,9 @@ def test_a_function_without_backward_or_forward():
     assert_fails(check(NoBackward), "it has no `backward`")
     assert_fails(check(NoForward), "it has no `forward`")
     assert_fails(check(42), "expected a Function subclass or a function, got int")
-    assert_fails(check(torch.nn.Linear), "it is a class")
+    assert_fails(check(torch.nn.Tanh), "`Tanh` is an `nn.Module`")
+    assert_fails(check(dict), "it is a class; pass a `torch.autograd.Function` subclass.")
+    assert_fails(check(dict, allow_callable=True), "subclass or a function")
 
 
 # --- determinism and no side effects -------------------------------------------------------------

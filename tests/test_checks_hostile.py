@@ -34,6 +34,11 @@ def backward_calling_backward(ctx, grad_output):
     return grad_output
 
 
+def mark_result(ctx, result):
+    ctx.mark_non_differentiable(result)
+    return result
+
+
 def printing_forever(ctx, x):
     while True:
         print("debug" * 100)
@@ -134,6 +139,25 @@ HOSTILE = [
         "an integer tensor (torch.int64) cannot carry a gradient",
     ),
     ("empty output", variant(forward=lambda ctx, x: x[:0] ** 3), (), "has shape (0,), but"),
+    (
+        "right only for positive inputs",
+        variant(backward=lambda ctx, g: g * 3 * saved(ctx) * saved(ctx).abs()),
+        (),
+        "is off compared with",
+    ),
+    (
+        "the result marked non-differentiable",
+        variant(forward=lambda ctx, x: mark_result(ctx, x**3)),
+        (),
+        "forward marked it with `ctx.mark_non_differentiable(...)`",
+    ),
+    (
+        "integer gradient",
+        variant(backward=lambda ctx, g: (g * 3 * saved(ctx) ** 2).long()),
+        (),
+        "an integer tensor (torch.int64) cannot carry a gradient",
+    ),
+    ("a module for a Function", torch.nn.Tanh, (), "is an `nn.Module`"),
     ("not a Function subclass", NotAFunction, (), "not a subclass of `torch.autograd.Function`"),
     ("an instance", None, (), "not an instance"),  # built in the test (instantiation warns)
     ("None instead of code", None, (), "got None"),

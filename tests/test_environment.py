@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
 
 from autograd_helpers import environment
-
-REPO = Path(__file__).resolve().parent.parent
+from tools.course import REPO
 
 
 def test_course_pins_match_pyproject():

@@ -1,15 +1,14 @@
 """autograd_helpers.functions: every teaching Function, checked against autograd's own maths.
 
-A registry lists each Function with example inputs, the built-in composition it replaces,
-and what it claims (double backward, forward mode, torch.func). The checks then run over
-the registry, so a new Function gets all of them by adding one entry.
+The registry in ``tools/registry.py`` (shared with ``make bench``) lists each Function with
+example inputs, the built-in composition it replaces, and what it claims (double backward,
+forward mode). The checks run over the registry, so a new Function gets all of them by
+adding one entry there.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
 import torch
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 from torch.autograd import gradcheck, gradgradcheck
 
 from autograd_helpers import functions as fns
+from tools.registry import FUNCTION_CASES, FunctionCase, case_named
 
 DOUBLE = torch.float64
 
@@ -28,75 +28,52 @@ def _randn(*shape: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(*shape, generator=gen, dtype=DOUBLE)
 
 
-@dataclass(frozen=True)
-class Entry:
-    name: str
-    call: Callable[..., torch.Tensor]  # the wrapper, with any non-tensor arguments fixed
-    builtin: Callable[..., torch.Tensor]  # the composition of built-ins it must equal
-    inputs: Callable[[], tuple[torch.Tensor, ...]]  # fresh float64 example inputs
-    forward_ad: bool = False  # has a jvp: forward mode and torch.func work
+CASES = FUNCTION_CASES
+IDS = [case.name for case in CASES]
+DERIVATIVES = [case for case in CASES if case.is_derivative]
 
 
-def _pool_inputs() -> tuple[torch.Tensor, ...]:
-    return (_randn(2, 3, 11),)
+def _leaves(case: FunctionCase) -> tuple[torch.Tensor, ...]:
+    return tuple(t.requires_grad_() for t in case.inputs())
 
 
-REGISTRY = [
-    Entry("exp", fns.exp, torch.exp, lambda: (_randn(3, 4),), forward_ad=True),
-    Entry("sigmoid", fns.sigmoid, torch.sigmoid, lambda: (_randn(3, 4),), forward_ad=True),
-    Entry("relu", fns.relu, torch.relu, lambda: (_randn(3, 4),)),
-    Entry(
-        "mul_constant",
-        lambda x: fns.mul_constant(x, -2.5),
-        lambda x: x * -2.5,
-        lambda: (_randn(3, 4),),
-    ),
-    Entry(
-        "linear",
-        fns.linear,
-        F.linear,
-        lambda: (_randn(2, 5, 4), _randn(3, 4, seed=1), _randn(3, seed=2)),
-    ),
-    Entry("scale_grad", lambda x: fns.scale_grad(x, 1.0), lambda x: x, lambda: (_randn(3, 4),)),
-    Entry(
-        "square_and_max_pool1d (overlapping)",
-        lambda x: fns.square_and_max_pool1d(x, 3, stride=1, padding=1),
-        lambda x: F.max_pool1d(x * x, 3, 1, 1),
-        _pool_inputs,
-    ),
-    Entry(
-        "square_and_max_pool1d (dilated, ceil)",
-        lambda x: fns.square_and_max_pool1d(x, 3, stride=2, padding=1, dilation=2, ceil_mode=True),
-        lambda x: F.max_pool1d(x * x, 3, 2, 1, 2, ceil_mode=True),
-        _pool_inputs,
-    ),
-]
-IDS = [entry.name for entry in REGISTRY]
+def test_every_teaching_function_is_in_the_registry():
+    classes = {
+        getattr(fns, name)
+        for name in fns.__all__
+        if isinstance(getattr(fns, name), type)
+        and issubclass(getattr(fns, name), torch.autograd.Function)
+    }
+    assert {case.function for case in CASES} == classes
+    assert len(IDS) == len(set(IDS))
 
 
-def _leaves(entry: Entry) -> tuple[torch.Tensor, ...]:
-    return tuple(t.requires_grad_() for t in entry.inputs())
+@pytest.mark.parametrize("case", DERIVATIVES, ids=lambda c: c.name)
+def test_gradcheck_and_batched_grad(case):
+    assert gradcheck(case.call, _leaves(case), check_batched_grad=True)
 
 
-@pytest.mark.parametrize("entry", REGISTRY, ids=IDS)
-def test_gradcheck_and_batched_grad(entry):
-    assert gradcheck(entry.call, _leaves(entry), check_batched_grad=True)
+@pytest.mark.parametrize("case", DERIVATIVES, ids=lambda c: c.name)
+def test_double_backward(case):
+    assert gradgradcheck(case.call, _leaves(case), check_batched_grad=True)
 
 
-@pytest.mark.parametrize("entry", REGISTRY, ids=IDS)
-def test_double_backward(entry):
-    assert gradgradcheck(entry.call, _leaves(entry), check_batched_grad=True)
+def test_scale_grad_by_one_is_the_identity_for_gradcheck():
+    # ScaleGrad's registry case reverses the gradient on purpose; by 1.0 it is a derivative.
+    x = _randn(3, 4).requires_grad_()
+    assert gradcheck(lambda t: fns.scale_grad(t, 1.0), (x,), check_batched_grad=True)
+    assert gradgradcheck(lambda t: fns.scale_grad(t, 1.0), (x,), check_batched_grad=True)
 
 
-@pytest.mark.parametrize("entry", [e for e in REGISTRY if e.forward_ad], ids=lambda e: e.name)
-def test_forward_mode(entry):
-    assert gradcheck(entry.call, _leaves(entry), check_forward_ad=True, check_backward_ad=False)
+@pytest.mark.parametrize("case", [c for c in CASES if c.forward_ad], ids=lambda c: c.name)
+def test_forward_mode(case):
+    assert gradcheck(case.call, _leaves(case), check_forward_ad=True, check_backward_ad=False)
 
 
-@pytest.mark.parametrize("entry", REGISTRY, ids=IDS)
-def test_equals_the_builtin_composition_forward_and_backward(entry):
-    mine, theirs = _leaves(entry), _leaves(entry)
-    out_mine, out_theirs = entry.call(*mine), entry.builtin(*theirs)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_equals_the_builtin_composition_forward_and_backward(case):
+    mine, theirs = _leaves(case), _leaves(case)
+    out_mine, out_theirs = case.call(*mine), case.builtin(*theirs)
     torch.testing.assert_close(out_mine, out_theirs)
     grad_output = _randn(*out_mine.shape, seed=9)
     grads_mine = torch.autograd.grad(out_mine, mine, grad_output)
@@ -105,10 +82,16 @@ def test_equals_the_builtin_composition_forward_and_backward(entry):
         torch.testing.assert_close(a, b)
 
 
-@pytest.mark.parametrize("entry", REGISTRY, ids=IDS)
-def test_float32_inputs_keep_their_dtype(entry):
-    inputs = tuple(t.float().requires_grad_() for t in entry.inputs())
-    out = entry.call(*inputs)
+@pytest.mark.parametrize("case", [c for c in CASES if c.fused], ids=lambda c: c.name)
+def test_equals_the_fused_builtin_where_there_is_one(case):
+    inputs = case.inputs()
+    torch.testing.assert_close(case.call(*inputs), case.fused(*inputs))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_float32_inputs_keep_their_dtype(case):
+    inputs = tuple(t.requires_grad_() for t in case.inputs(dtype=torch.float32))
+    out = case.call(*inputs)
     out.sum().backward()
     assert out.dtype == torch.float32
     assert all(t.grad.dtype == torch.float32 for t in inputs)
@@ -194,7 +177,8 @@ def test_scale_grad_is_identity_forward_and_scales_backward(coeff):
     ids=["all", "weight-only", "input-and-bias", "bias-only"],
 )
 def test_linear_computes_only_the_gradients_asked_for(needs):
-    x, w, b = (t.requires_grad_(n) for t, n in zip(REGISTRY[4].inputs(), needs, strict=True))
+    inputs = case_named("LinearFunction").inputs()
+    x, w, b = (t.requires_grad_(n) for t, n in zip(inputs, needs, strict=True))
     returned = _returned_by_backward(fns.LinearFunction, x, w, b)
     # A gradient nobody needs is never computed: backward returns None in its place.
     assert [g is not None for g in returned] == list(needs)
@@ -388,7 +372,7 @@ def test_bad_arguments_raise_naming_the_argument(call, error, phrase):
 def test_the_empty_window_check_agrees_with_the_builtin_everywhere():
     # Only windows that start in the padding are examined (fast for long inputs); compare
     # with max_pool1d's own answer (-inf for a window of padding only) over every small case.
-    from autograd_helpers.functions import _window_of_only_padding
+    from autograd_helpers.functions._pooling import _window_of_only_padding
 
     for kernel, stride, padding, dilation, ceil_mode, length in itertools.product(
         range(1, 6), range(1, 6), range(3), range(1, 4), (False, True), range(1, 15)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 
 import pytest
 
 from tests.lab_server import running_lab
+from tools.course import REPO
 from tools.lab import free_port, lab_command, lab_env
 
-REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
 

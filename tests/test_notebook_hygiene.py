@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tools.course import REPO
+
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 # A path that only exists on the machine that produced the output. Jupyter's per-cell temp
 # files (ipykernel_NNN/NNN.py) are not: they are sanitized by nbval and mean "your cell".
@@ -141,3 +142,15 @@ def test_every_exercise_checker_passes_on_the_reference_solution(path):
         assert "✅" in text and "❌" not in text and "📝" not in text, (
             f"{path.name}, cell {later}: the checker does not pass the reference solution:\n{text}"
         )
+
+
+PRIVATE_NAME = re.compile(r"\b(?:ah|autograd_helpers)(?:\.\w+)*\._\w+")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_notebook_uses_a_private_name_of_the_library(path):
+    # What a notebook shows, learners copy: it must be public (no `ah.wrap._Thing`).
+    for index, cell in enumerate(_cells(path)):
+        source = "".join(cell["source"])
+        match = PRIVATE_NAME.search(source)
+        assert match is None, f"{path.name}, cell {index}: uses the private {match.group()!r}"

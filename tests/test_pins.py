@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+from tools.course import REPO
+
 PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==(\S+)$")
 
 
@@ -41,8 +41,15 @@ def test_every_requirement_is_pinned_exactly():
     _pyproject_pins("lab", "test", "dev")  # asserts inside
 
 
-def test_torch_is_the_cpu_build_version():
+def test_the_installed_torch_is_the_pinned_cpu_build():
+    import torch
+
     assert _pyproject_pins()["torch"] == "2.13.0"
+    assert torch.__version__.split("+")[0] == "2.13.0", torch.__version__
+    assert torch.version.cuda is None, (
+        f"torch {torch.__version__} is a CUDA build; the course runs on the CPU build: "
+        'make setup PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"'
+    )
 
 
 @pytest.mark.parametrize("path", ["environment.yml", ".binder/environment.yml"])

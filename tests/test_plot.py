@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import matplotlib
 import pytest
 import torch
@@ -16,6 +18,8 @@ def test_one_line_per_curve_with_labels_and_gaps_for_nan():
     figure = plot_curves(x, {"a": x, "b": torch.tensor([1.0, float("nan"), 1, 1, 1])}, title="t")
     (axes,) = figure.axes
     assert [line.get_label() for line in axes.get_lines()] == ["a", "b"]
+    y = axes.get_lines()[1].get_ydata()
+    assert math.isnan(y[1]) and not any(math.isnan(v) for v in y[[0, 2, 3, 4]])  # a gap at 1
     assert axes.get_title() == "t"
     assert repr(figure) == "<Figure size 640x320 with 1 Axes>"
     import matplotlib.pyplot as plt

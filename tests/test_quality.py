@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tools.course import REPO
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -12,16 +12,15 @@ import shutil
 import socket
 import subprocess
 import urllib.request
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from tests.git_state import git_status
 from tests.network_guard.sitecustomize import block_network
+from tools.course import REPO
 from tools.kernels import execute_notebook, kernel_env
 
-REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 GUARD = REPO / "tests" / "network_guard"
 pytestmark = pytest.mark.slow

@@ -10,10 +10,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from tools.course import REPO
 from tools.kernels import execute_notebook
 from tools.student import build_student_notebook
 
-REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 pytestmark = pytest.mark.slow
 

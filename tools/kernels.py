@@ -27,7 +27,7 @@ QUIET_ENV = {
 }
 
 
-class _CurrentEnvSpecs(KernelSpecManager):  # type: ignore[misc]
+class _CurrentEnvSpecs(KernelSpecManager):
     def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
         argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         return KernelSpec(argv=argv, display_name="Python 3 (course)", language="python")
@@ -52,7 +52,7 @@ def execute_notebook(
     ``nbclient.exceptions.CellExecutionError``. Returns the executed notebook (the file on
     disk is not changed).
     """
-    nb = nbformat.read(path, as_version=4)
+    nb: nbformat.NotebookNode = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
         km=kernel_manager(),

@@ -17,7 +17,8 @@ import socket
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tools.course import REPO
+
 START_NOTEBOOK = "00_start_here.ipynb"
 
 
@@ -87,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         f"    http://127.0.0.1:{port}/lab/tree/{START_NOTEBOOK}?token={token}\n",
         flush=True,
     )
-    os.execvpe(cmd[0], cmd, lab_env(token))
-    return 0  # not reached: execvpe replaces this process
+    os.execvpe(cmd[0], cmd, lab_env(token))  # replaces this process: nothing after it runs
 
 
 if __name__ == "__main__":

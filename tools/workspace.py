@@ -31,7 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tools.course import REPO
+
 MANIFEST = ".course-versions.json"
 
 __all__ = ["MANIFEST", "sync_workspace"]

@@ -112,7 +112,7 @@ def _backward(trial: Trial, recorded: list[tuple[object, bool]]) -> CheckResult 
     """2. backward runs through the real engine and returns one gradient per input."""
     differentiable = [o for o in trial.outputs if o.requires_grad]
     outcome = run_learner_code(
-        torch.autograd.grad, differentiable, trial.sources, trial.grad_outputs, allow_unused=True
+        torch.autograd.grad, differentiable, trial.wrt_leaves, trial.grad_outputs, allow_unused=True
     )
     trial.printed += outcome.printed
     if trial.is_function and recorded:
@@ -174,7 +174,7 @@ def _values(
 
 
 def _passed(trial: Trial, checked_against: list[str]) -> CheckResult:
-    names = [f"`{n}`" for n in trial.source_names]
+    names = [f"`{n}`" for n in trial.wrt_names]
     what = "output matches the reference" if trial.options.reference else "forward runs"
     gradients = "the gradient for" if len(names) == 1 else "the gradients for"
     verb = "matches" if len(names) == 1 else "match"

@@ -12,6 +12,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import torch
 from torch import Tensor
 from torch.autograd import Function
 
@@ -42,15 +43,21 @@ def diagnose(fn: object, label: str, *, require_function: bool) -> CheckResult |
     if isinstance(fn, Function):
         return failed(label, f"pass the class `{label}` itself, not an instance `{label}()`.")
     if isinstance(fn, type):
+        if issubclass(fn, torch.nn.Module):
+            return failed(
+                label,
+                f"`{label}` is an `nn.Module`; pass a `torch.autograd.Function` subclass.",
+                "A module's forward is differentiated by autograd, op by op; the exercise is "
+                "to write the backward yourself, in a Function.",
+            )
         if hasattr(fn, "forward") and hasattr(fn, "backward"):
             return failed(
                 label,
                 "it is not a subclass of `torch.autograd.Function`.",
                 f"Write `class {label}(torch.autograd.Function):`.",
             )
-        return failed(
-            label, "it is a class; pass a `torch.autograd.Function` subclass or a function."
-        )
+        either = "" if require_function else " or a function"
+        return failed(label, f"it is a class; pass a `torch.autograd.Function` subclass{either}.")
     if not callable(fn):
         return failed(
             label, f"expected a Function subclass or a function, got {type(fn).__name__}."

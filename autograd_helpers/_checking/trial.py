@@ -80,12 +80,12 @@ class Trial:
         return self.options.wrt
 
     @property
-    def sources(self) -> list[Tensor]:
+    def wrt_leaves(self) -> list[Tensor]:
         """The leaves whose gradients are checked, in ``wrt`` order."""
         return [t for i in self.wrt if isinstance(t := self.leaves[i], Tensor)]
 
     @property
-    def source_names(self) -> list[str]:
+    def wrt_names(self) -> list[str]:
         return [self.names[i] for i in self.wrt]
 
     def fail(self, title: str, *details: str) -> CheckResult:

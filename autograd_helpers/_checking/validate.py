@@ -1,6 +1,8 @@
 """Argument checks for the public helpers: every error names the function and the argument.
 
-Two contracts, each kept where it is established:
+Every check takes ``caller``, the name of the public function doing the checking, first:
+messages read ``"linear(): weight must be ..."``. Two contracts, each kept where it is
+established:
 
 - tensor operations (the functional wrappers, ``Linear``) follow :mod:`torch.nn.functional`:
   ``TypeError`` for a value of the wrong kind, ``ValueError`` for a bad value of the right
@@ -19,48 +21,72 @@ from collections.abc import Callable
 
 from torch import Tensor
 
-__all__ = ["check_bool", "check_float_tensor", "check_int", "check_option", "check_real"]
+__all__ = [
+    "check_bool",
+    "check_callable",
+    "check_float_tensor",
+    "check_int",
+    "check_option",
+    "check_real",
+    "check_str",
+]
 
 
-def check_float_tensor(fn: str, name: str, value: object) -> Tensor:
+def check_float_tensor(caller: str, name: str, value: object) -> Tensor:
     """A ``torch.Tensor`` with a floating-point dtype (only those can carry gradients)."""
     if not isinstance(value, Tensor):
-        raise TypeError(f"{fn}(): {name} must be a torch.Tensor, got {type(value).__name__}")
+        raise TypeError(f"{caller}(): {name} must be a torch.Tensor, got {type(value).__name__}")
     if not value.is_floating_point():
         raise TypeError(
-            f"{fn}(): {name} must have a floating-point dtype (gradients need one), "
+            f"{caller}(): {name} must have a floating-point dtype (gradients need one), "
             f"got {value.dtype}"
         )
     return value
 
 
-def check_real(fn: str, name: str, value: object) -> float:
+def check_real(caller: str, name: str, value: object) -> float:
     """A finite Python ``int`` or ``float`` (``bool`` is refused: ``True`` is not a number here)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{fn}(): {name} must be a Python int or float, got {type(value).__name__}")
+        raise TypeError(
+            f"{caller}(): {name} must be a Python int or float, got {type(value).__name__}"
+        )
     if not math.isfinite(value):
-        raise ValueError(f"{fn}(): {name} must be finite, got {value}")
+        raise ValueError(f"{caller}(): {name} must be finite, got {value}")
     return float(value)
 
 
-def check_int(fn: str, name: str, value: object, *, minimum: int) -> int:
+def check_int(caller: str, name: str, value: object, *, minimum: int) -> int:
     """A Python ``int`` (not ``bool``) of at least ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{fn}(): {name} must be an int, got {type(value).__name__}")
+        raise TypeError(f"{caller}(): {name} must be an int, got {type(value).__name__}")
     if value < minimum:
-        raise ValueError(f"{fn}(): {name} must be at least {minimum}, got {value}")
+        raise ValueError(f"{caller}(): {name} must be at least {minimum}, got {value}")
     return value
 
 
-def check_bool(fn: str, name: str, value: object) -> bool:
+def check_bool(caller: str, name: str, value: object) -> bool:
     """A Python ``bool``."""
     if not isinstance(value, bool):
-        raise TypeError(f"{fn}(): {name} must be a bool, got {type(value).__name__}")
+        raise TypeError(f"{caller}(): {name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def check_callable(caller: str, name: str, value: object) -> object:
+    """Something that can be called (a function, a class, a Function's ``apply``...)."""
+    if not callable(value):
+        raise TypeError(f"{caller}(): {name} must be callable, got {type(value).__name__}")
+    return value
+
+
+def check_str(caller: str, name: str, value: object) -> str:
+    """A Python ``str``."""
+    if not isinstance(value, str):
+        raise TypeError(f"{caller}(): {name} must be a str, got {type(value).__name__}")
     return value
 
 
 def check_option(
-    fn: str,
+    caller: str,
     name: str,
     value: object,
     requirement: str,
@@ -70,7 +96,7 @@ def check_option(
 ) -> float:
     """A Python number (an ``int`` if ``integer``; never a ``bool``) that ``accept`` approves.
 
-    Anything else raises ``ValueError("fn(): name must be <requirement>, got <value>")``.
+    Anything else raises ``ValueError("caller(): name must be <requirement>, got <value>")``.
 
     Example::
 
@@ -80,5 +106,5 @@ def check_option(
     """
     kinds = int if integer else int | float
     if isinstance(value, bool) or not isinstance(value, kinds) or not accept(value):
-        raise ValueError(f"{fn}(): {name} must be {requirement}, got {value!r}")
+        raise ValueError(f"{caller}(): {name} must be {requirement}, got {value!r}")
     return value

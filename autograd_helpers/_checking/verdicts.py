@@ -36,6 +36,11 @@ __all__ = [
 ]
 
 _GRAPH_CUT = "Something cut the graph: `.detach()`, `.item()`, `.numpy()` or `torch.no_grad()`."
+# A Function's floating-point output always requires grad when an input does, unless marked.
+_MARKED = (
+    "forward marked it with `ctx.mark_non_differentiable(...)`: mark only outputs that carry no "
+    "gradient (masks, indices), never the result."
+)
 
 
 @dataclass(frozen=True)
@@ -144,9 +149,10 @@ def inspect_outputs(
                     (mismatch.describe(name, "yours", "reference"),),
                 )
         if trial.wrt and not out.requires_grad:
+            cause = _MARKED if trial.is_function and out.is_floating_point() else _GRAPH_CUT
             return Verdict(
                 f"{which} does not require grad: autograd cannot reach the inputs from it.",
-                (_GRAPH_CUT,),
+                (cause,),
             )
     return None
 
@@ -211,9 +217,14 @@ def inspect_raw_gradients(raw: object, trial: Trial) -> Verdict | None:
                 (hint or "Each gradient has the shape of its input.",),
             )
         if grad.dtype != leaf.dtype:
+            hint = (
+                "Build gradients from `grad_output` or the saved tensors, not a fixed dtype."
+                if grad.is_floating_point()
+                else dtype_hint(grad.dtype)
+            )
             return Verdict(
                 f"the gradient for `{name}` has dtype {grad.dtype}, but `{name}` is {leaf.dtype}.",
-                ("Build gradients from `grad_output` or the saved tensors, not a fixed dtype.",),
+                (hint,),
             )
         if grad.device != leaf.device:
             return Verdict(f"the gradient for `{name}` is on `{grad.device}`, not `{leaf.device}`.")
@@ -244,9 +255,9 @@ def compare_gradients(
     ``grad_output`` at the worst element, so the learner can redo the arithmetic by hand.
     """
     only_output = trial.grad_outputs[0] if len(trial.grad_outputs) == 1 else None
-    names = trial.source_names
+    names = trial.wrt_names
     got = trial.grads
-    for k, (grad, want, value) in enumerate(zip(got, expected, trial.sources, strict=True)):
+    for k, (grad, want, value) in enumerate(zip(got, expected, trial.wrt_leaves, strict=True)):
         name = names[k]
         if grad is None:
             if bool((want == 0).all()):
@@ -287,7 +298,7 @@ def compare_gradients(
             if trial.raw_gradients is not None
             else list(got)
         )
-        shapes = [s.shape for s in trial.sources]
+        shapes = [s.shape for s in trial.wrt_leaves]
         hint = swap_hint(returned, names, shapes, expected) or value_hint(
             grad.detach(), want, only_output
         )

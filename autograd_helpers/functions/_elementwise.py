@@ -1,0 +1,129 @@
+"""Elementwise teaching Functions: ``Exp`` and ``Sigmoid`` in the modern form, ``ReLU`` in the
+classic one (``01_custom_function.ipynb``, sections 2 and 6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.autograd import Function
+
+from autograd_helpers._checking.validate import check_float_tensor
+from autograd_helpers.functions._base import apply
+
+__all__ = ["Exp", "ReLU", "Sigmoid", "exp", "relu", "sigmoid"]
+
+# --- modern form: forward(inputs) + setup_context; jvp and vmap for torch.func ----------------
+
+
+class Exp(Function):
+    r"""``exp(x)``, saving its *output*: :math:`\frac{d}{dx} e^x = e^x`.
+
+    Saving the output, not the input, spares backward a second ``exp``. And because the
+    saved tensor is this Function's own output, the graph knows how it depends on ``x``:
+    double backward works.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: Tensor) -> Tensor:
+        return torch.exp(x)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Tensor], output: Tensor) -> None:
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Tensor) -> Tensor:
+        (result,) = ctx.saved_tensors
+        return grad_output * result
+
+    # Forward mode pushes a tangent through: J v. Elementwise, J is diagonal, so J v is the
+    # same product as backward's v^T J (and both read the output saved in setup_context).
+    jvp = backward
+
+
+class Sigmoid(Function):
+    r"""The logistic sigmoid, saving its output: :math:`\sigma' = \sigma (1 - \sigma)`."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: Tensor) -> Tensor:
+        return torch.sigmoid(x)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Tensor], output: Tensor) -> None:
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Tensor) -> Tensor:
+        (result,) = ctx.saved_tensors
+        return grad_output * result * (1 - result)
+
+    jvp = backward  # elementwise: forward mode is the same product (see Exp)
+
+
+def exp(input: Tensor) -> Tensor:
+    """Elementwise :math:`e^x` through :class:`Exp`.
+
+    Args:
+        input: a floating-point tensor.
+
+    Example::
+
+        >>> x = torch.zeros(2, requires_grad=True)
+        >>> exp(x).sum().backward()
+        >>> x.grad
+        tensor([1., 1.])
+    """
+    return apply(Exp, check_float_tensor("exp", "input", input))
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    """Elementwise logistic sigmoid through :class:`Sigmoid`.
+
+    Args:
+        input: a floating-point tensor.
+
+    Example::
+
+        >>> sigmoid(torch.zeros(2))
+        tensor([0.5000, 0.5000])
+    """
+    return apply(Sigmoid, check_float_tensor("sigmoid", "input", input))
+
+
+# --- classic form: forward(ctx, ...) -----------------------------------------------------------
+
+
+class ReLU(Function):
+    """``max(x, 0)``; the gradient at exactly 0 is 0, as for :func:`torch.relu`."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        ctx.save_for_backward(x)
+        return x.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Tensor) -> Tensor:
+        (x,) = ctx.saved_tensors
+        return grad_output * (x > 0).to(grad_output.dtype)
+
+
+def relu(input: Tensor) -> Tensor:
+    """Elementwise ``max(x, 0)`` through :class:`ReLU`.
+
+    Args:
+        input: a floating-point tensor.
+
+    Example::
+
+        >>> relu(torch.tensor([-1.0, 0.0, 2.0]))
+        tensor([0., 0., 2.])
+    """
+    return apply(ReLU, check_float_tensor("relu", "input", input))

@@ -1,0 +1,18 @@
+"""``make bench``: measure how fast and lean the course is; write bench/results.{json,md}.
+
+Figures, not assertions: each target in :data:`tools.bench.results.TARGETS` is reported as
+met or not, never tested.
+
+1. Notebooks: wall time of each, executed in a fresh kernel (start-up included), against
+   its own limit, and the kernel's peak memory; the *floor* is a fresh kernel that only
+   imports torch and the helpers. ``course_over_floor`` = total / (floor × notebooks).
+2. Import cost of ``autograd_helpers`` on top of ``torch`` (median of fresh processes).
+3. Every teaching Function in ``tools.registry``, forward + backward, against the built-in
+   composition it replaces (and the fused built-in, where one exists), at 10³, 10⁵ and 10⁶
+   elements, with the bytes each saves for backward.
+4. Jacobian strategies: a row loop, ``vectorize=True``, ``torch.func.jacrev``, ``jacfwd``.
+5. ``make test``'s own duration (skip with ``--skip-tests``).
+
+Modules: :mod:`~tools.bench.results` (records and targets), :mod:`~tools.bench.measure`,
+:mod:`~tools.bench.report`; ``python -m tools.bench`` runs them.
+"""

@@ -1,0 +1,57 @@
+"""``python -m tools.bench [--out bench] [--skip-tests] [--quick]``: run and write the bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from tools.bench import measure
+from tools.bench.report import to_markdown
+from tools.bench.results import MILLION, Machine, Results, judge
+from tools.course import REPO, reference_notebooks
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__)
+    parser.add_argument("--out", type=Path, default=REPO / "bench")
+    parser.add_argument("--skip-tests", action="store_true", help="do not time `make test`")
+    parser.add_argument("--quick", action="store_true", help="short timings (for checking)")
+    args = parser.parse_args(argv)
+    seconds = 0.05 if args.quick else 0.3
+    torch.set_num_threads(1)
+    machine = Machine(
+        date=time.strftime("%Y-%m-%d"),
+        python=platform.python_version(),
+        torch=torch.__version__,
+        cpus=os.cpu_count(),
+        threads=torch.get_num_threads(),
+    )
+    results = Results(machine)
+    print("notebooks…", flush=True)
+    results.notebooks = measure.measure_notebooks(reference_notebooks())
+    print("import cost…", flush=True)
+    results.imports = measure.measure_import(3 if args.quick else 7)
+    print("teaching Functions…", flush=True)
+    results.functions = measure.measure_functions((1_000, 100_000, MILLION), seconds)
+    print("Jacobians…", flush=True)
+    results.jacobians = measure.measure_jacobians((16, 64, 256), seconds)
+    if not args.skip_tests:
+        print("make test…", flush=True)
+        results.tests = measure.measure_tests()
+    results.met = judge(results)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(results.to_json(), indent=1) + "\n")
+    (args.out / "results.md").write_text(to_markdown(results))
+    print(f"wrote {args.out / 'results.json'} and {args.out / 'results.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

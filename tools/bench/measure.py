@@ -1,0 +1,192 @@
+"""The measurements of ``make bench``, each returning typed records (no reporting here).
+
+Timings are single-threaded, as the notebooks are, and are ``torch.utils.benchmark`` medians.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import torch
+from torch.utils import benchmark
+
+from autograd_helpers.memory import saved_tensor_bytes
+from tools.bench.results import (
+    FunctionRow,
+    ImportFigures,
+    JacobianRow,
+    NotebookFigures,
+    NotebookRun,
+    SuiteRun,
+)
+from tools.course import REPO
+from tools.kernels import execute_notebook
+from tools.registry import FUNCTION_CASES, FunctionCase
+
+__all__ = [
+    "measure_functions",
+    "measure_import",
+    "measure_jacobians",
+    "measure_notebooks",
+    "measure_tests",
+]
+
+PEAK_RSS_CELL = "import resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+FLOOR_CELL = "import torch\nimport autograd_helpers as ah\nah.setup_notebook()"
+
+
+# --- 1. notebooks -------------------------------------------------------------------------------
+
+
+def _run_with_peak_rss(path: Path) -> tuple[float, float]:
+    """Execute a copy of ``path`` in a fresh kernel: (wall seconds, peak RSS in MB)."""
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(PEAK_RSS_CELL))
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / path.name
+        nbformat.write(nb, copy)
+        start = time.perf_counter()
+        executed = execute_notebook(copy)
+        wall = time.perf_counter() - start
+    kilobytes = int("".join(o.get("text", "") for o in executed.cells[-1].outputs).strip())
+    return wall, kilobytes / 1024  # ru_maxrss is in KiB on Linux
+
+
+def measure_notebooks(paths: Sequence[Path]) -> NotebookFigures:
+    """Each notebook's wall time and peak memory in a fresh kernel, and the floor's."""
+    with tempfile.TemporaryDirectory() as folder:
+        floor = Path(folder) / "floor.ipynb"
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(FLOOR_CELL)]
+        nbformat.write(nb, floor)
+        floor_s, floor_mb = _run_with_peak_rss(floor)
+    runs = []
+    for path in paths:
+        wall, peak = _run_with_peak_rss(path)
+        runs.append(NotebookRun(path.name, round(wall, 2), round(peak, 1)))
+        print(f"  {path.name}: {wall:.1f} s, {peak:.0f} MB", flush=True)
+    return NotebookFigures(tuple(runs), round(floor_s, 2), round(floor_mb, 1))
+
+
+# --- 2. import cost ------------------------------------------------------------------------------
+
+IMPORT_PROBE = """
+import sys, time
+start = time.perf_counter(); import torch; middle = time.perf_counter()
+import autograd_helpers; end = time.perf_counter()
+print(middle - start, end - middle, 'matplotlib' in sys.modules or 'ipywidgets' in sys.modules)
+"""
+
+
+def measure_import(repeats: int = 7) -> ImportFigures:
+    """Median import times over fresh processes, and whether heavy modules stayed unloaded."""
+    torch_s, helpers_s, eager = [], [], False
+    for _ in range(repeats):
+        out = subprocess.run(
+            [sys.executable, "-c", IMPORT_PROBE], capture_output=True, text=True, check=True
+        ).stdout.split()
+        torch_s.append(float(out[0]))
+        helpers_s.append(float(out[1]))
+        eager = eager or out[2] == "True"
+    return ImportFigures(
+        round(statistics.median(torch_s), 3), round(statistics.median(helpers_s), 4), not eager
+    )
+
+
+# --- 3. teaching Functions ----------------------------------------------------------------------
+
+
+def _forward_backward_median(
+    fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...], seconds: float
+) -> float:
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    grad_output = torch.randn_like(fn(*leaves))
+
+    def step() -> None:
+        fn(*leaves).backward(grad_output)
+
+    timer = benchmark.Timer("step()", globals={"step": step})
+    return float(timer.blocked_autorange(min_run_time=seconds).median)
+
+
+def _function_row(case: FunctionCase, size: int, seconds: float) -> FunctionRow:
+    inputs = case.inputs(size, dtype=torch.float32)
+    leaves = [t.clone().requires_grad_() for t in inputs]
+    return FunctionRow(
+        name=case.name,
+        size=size,
+        numel=inputs[0].numel(),
+        median_s=_forward_backward_median(case.call, inputs, seconds),
+        builtin_median_s=_forward_backward_median(case.builtin, inputs, seconds),
+        saved_bytes=saved_tensor_bytes(case.call, *leaves),
+        builtin_saved_bytes=saved_tensor_bytes(case.builtin, *leaves),
+        fused_median_s=None
+        if case.fused is None
+        else _forward_backward_median(case.fused, inputs, seconds),
+    )
+
+
+def measure_functions(
+    sizes: Sequence[int], seconds: float, cases: Sequence[FunctionCase] = FUNCTION_CASES
+) -> tuple[FunctionRow, ...]:
+    """Every registry case at every size, against its built-in composition."""
+    rows = []
+    for case in cases:
+        for size in sizes:
+            row = _function_row(case, size, seconds)
+            rows.append(row)
+            print(f"  {case.name} @ {size:.0e}: x{row.ratio_vs_builtin}", flush=True)
+    return tuple(rows)
+
+
+# --- 4. Jacobian strategies --------------------------------------------------------------------
+
+
+def measure_jacobians(sizes: Sequence[int], seconds: float) -> tuple[JacobianRow, ...]:
+    """Four ways to a square Jacobian, all checked equal before they are timed."""
+    jacobian = torch.autograd.functional.jacobian
+    rows = []
+    for n in sizes:
+        gen = torch.Generator().manual_seed(0)
+        weight, x = torch.randn(n, n, generator=gen) / n**0.5, torch.randn(n, generator=gen)
+
+        def f(v: torch.Tensor, weight: torch.Tensor = weight) -> torch.Tensor:
+            return torch.tanh(weight @ v)
+
+        methods: dict[str, Callable[..., Any]] = {
+            "autograd.functional.jacobian (row loop)": lambda g, v: jacobian(g, v),
+            "autograd.functional.jacobian (vectorize=True)": lambda g, v: jacobian(
+                g, v, vectorize=True
+            ),
+            "torch.func.jacrev": lambda g, v: torch.func.jacrev(g)(v),
+            "torch.func.jacfwd": lambda g, v: torch.func.jacfwd(g)(v),
+        }
+        expected = torch.func.jacrev(f)(x)
+        for method, run in methods.items():
+            # the same Jacobian from every method, or comparing their times means nothing
+            torch.testing.assert_close(run(f, x), expected)
+            timer = benchmark.Timer("run(f, x)", globals={"run": run, "f": f, "x": x})
+            median = float(timer.blocked_autorange(min_run_time=seconds).median)
+            rows.append(JacobianRow(method, n, median))
+    return tuple(rows)
+
+
+# --- 5. make test ---------------------------------------------------------------------------------
+
+
+def measure_tests() -> SuiteRun:
+    """``make test``'s own duration; a failing run is reported, not raised."""
+    start = time.perf_counter()
+    run = subprocess.run(["make", "test"], cwd=REPO, capture_output=True, text=True)
+    seconds = round(time.perf_counter() - start, 1)
+    if run.returncode != 0:
+        print("make test FAILED; its last lines:\n" + "\n".join(run.stdout.splitlines()[-30:]))
+    return SuiteRun(seconds, run.returncode == 0)

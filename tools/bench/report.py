@@ -1,0 +1,93 @@
+"""``results.md``: the bench's figures as Markdown tables, the headline read from ``TARGETS``."""
+
+from __future__ import annotations
+
+from tools.bench.results import TARGETS, FunctionRow, Results
+
+__all__ = ["to_markdown"]
+
+NOTES = """\
+How to read the Function table: a backward written as several elementwise operations
+allocates a temporary for each. At a million elements that allocation, not the arithmetic,
+dominates, and a fused built-in does the same work in one kernel. On a virtual machine whose
+first-touch page faults are expensive (the course's CI machine is one), allocation-heavy code
+stalls well beyond its CPU time. Backward formulas write in place only into tensors they
+created from `grad_output`: in place into anything else breaks vmap (batched gradients,
+`jacrev`, `hessian`).
+"""
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1e3:.3f} ms" if value < 1 else f"{value:.2f} s"
+
+
+def _row(*cells: object) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _table(title: str, header: tuple[str, ...], rows: list[str]) -> list[str]:
+    return ["", f"## {title}", "", _row(*header), _row(*["---"] * len(header)), *rows]
+
+
+def _headline(results: Results) -> list[str]:
+    rows = []
+    for target in TARGETS:
+        met = results.met.get(target.key)
+        mark = "" if met is None else (" ✓" if met else " ✗")
+        rows.append(_row(target.figure, target.value_text(results), target.limit_text + mark))
+    return rows
+
+
+def _function_row(r: FunctionRow) -> str:
+    fused = "–"
+    if r.fused_median_s is not None:
+        fused = f"{_seconds(r.fused_median_s)} (×{r.ratio_vs_fused})"
+    return _row(
+        r.name,
+        f"{r.numel:,}",
+        _seconds(r.median_s),
+        _seconds(r.builtin_median_s),
+        f"×{r.ratio_vs_builtin}",
+        fused,
+        f"{r.saved_bytes:,} / {r.builtin_saved_bytes:,}",
+    )
+
+
+FUNCTION_HEADER = (
+    "Function",
+    "elements",
+    "ours",
+    "built-in composition",
+    "ratio",
+    "fused built-in",
+    "saved bytes (ours / composition)",
+)
+
+
+def to_markdown(results: Results) -> str:
+    """The whole report: machine, headline targets, then one table per measurement."""
+    machine = results.machine
+    lines = [
+        "# Benchmark results",
+        "",
+        f"{machine.date} · Python {machine.python} · torch {machine.torch} · "
+        f"{machine.cpus} CPUs · {machine.threads} torch thread",
+        *_table("Headline figures", ("figure", "value", "target"), _headline(results)),
+    ]
+    if results.notebooks is not None:
+        figures = results.notebooks
+        rows = [
+            _row(r.name, f"{r.wall_s} s", f"{r.wall_limit_s:g} s", f"{r.peak_rss_mb} MB")
+            for r in figures.runs
+        ]
+        floor = f"{figures.floor_s} s", "–", f"{figures.floor_peak_rss_mb} MB"
+        rows.append(_row("*floor: import torch + autograd_helpers*", *floor))
+        header = ("notebook", "wall", "limit", "peak RSS")
+        lines += _table("Notebooks (each in a fresh kernel)", header, rows)
+    if results.functions:
+        rows = [_function_row(r) for r in results.functions]
+        lines += _table("Teaching Functions, forward + backward (median)", FUNCTION_HEADER, rows)
+    if results.jacobians:
+        rows = [_row(r.method, r.n, _seconds(r.median_s)) for r in results.jacobians]
+        lines += _table("Jacobian strategies (median)", ("method", "n", "time"), rows)
+    return "\n".join([*lines, "", NOTES])
