@@ -23,10 +23,12 @@ from autograd_helpers.notebook import setup_notebook, show_source
 
 if TYPE_CHECKING:
     from autograd_helpers import checks as checks
+    from autograd_helpers import engine as engine
     from autograd_helpers import environment as environment
     from autograd_helpers import functions as functions
     from autograd_helpers import graph as graph
     from autograd_helpers import guards as guards
+    from autograd_helpers import jacobians as jacobians
     from autograd_helpers import memory as memory
     from autograd_helpers import modules as modules
     from autograd_helpers import notebook as notebook
@@ -39,10 +41,12 @@ __version__ = "0.1.0"
 # The public submodules: every module of the package whose name has no leading underscore.
 SUBMODULES = (
     "checks",
+    "engine",
     "environment",
     "functions",
     "graph",
     "guards",
+    "jacobians",
     "memory",
     "modules",
     "notebook",

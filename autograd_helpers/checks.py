@@ -6,7 +6,9 @@ become a :class:`CheckResult` that says what to fix. It does raise (``TypeError`
 ``ValueError``) when the *notebook* sets the check up wrong: bad options, or a reference
 that fails on its own inputs. Then the message says that the check is at fault.
 
-This module is the checkers' public face; their machinery lives in the private
+This module is the checkers' public face: :func:`check_function` and :func:`check_tensor` for
+any exercise, and each chapter's own (chapter 02: :func:`check_jacobian_loop`,
+:func:`check_hvp`, :func:`check_jacobian_shapes`). Their machinery lives in the private
 ``autograd_helpers._checking`` package.
 """
 
@@ -19,13 +21,25 @@ import torch
 from torch import Tensor
 
 from autograd_helpers._checking.feedback import CheckResult, failed, not_implemented
+from autograd_helpers._checking.jacobian_exercises import (
+    check_hvp,
+    check_jacobian_loop,
+    check_jacobian_shapes,
+)
 from autograd_helpers._checking.numeric import worst_mismatch
 from autograd_helpers._checking.steps import run_check
 from autograd_helpers._checking.submission import STUB_HINT
 from autograd_helpers._checking.trial import Options
 from autograd_helpers._checking.validate import check_bool, check_option
 
-__all__ = ["CheckResult", "check_function", "check_tensor"]
+__all__ = [
+    "CheckResult",
+    "check_function",
+    "check_hvp",
+    "check_jacobian_loop",
+    "check_jacobian_shapes",
+    "check_tensor",
+]
 
 
 def _name_of(fn: object) -> str:

@@ -12,24 +12,34 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["AutogradGraph", "autograd_graph"]
+from autograd_helpers._checking.validate import check_bool
+
+__all__ = ["AutogradGraph", "autograd_graph", "saved_tensors_of"]
 
 
 @dataclass(frozen=True)
 class AutogradGraph:
     """The graph behind a tensor: ``nodes[i]`` is a label, ``edges`` are ``(from, to)`` pairs.
 
-    Displays as a Mermaid flowchart in JupyterLab and as an indented tree elsewhere
-    (``print(graph)`` or ``str(graph)``).
+    ``saved[i]``, when collected, lists what node ``i`` saved for backward, such as
+    ``"self (3, 4)"``. Displays as a Mermaid flowchart in JupyterLab and as an indented
+    tree elsewhere (``print(graph)`` or ``str(graph)``).
     """
 
     nodes: tuple[str, ...]
     edges: tuple[tuple[int, int], ...]
+    saved: tuple[tuple[str, ...], ...] = ()
+
+    def _saved_text(self, i: int) -> str:
+        return ", ".join(self.saved[i]) if self.saved and self.saved[i] else ""
 
     def to_mermaid(self) -> str:
         """Return the Mermaid flowchart source."""
         lines = ["flowchart TD"]
-        lines += [f'    n{i}["{label}"]' for i, label in enumerate(self.nodes)]
+        for i, label in enumerate(self.nodes):
+            saved = self._saved_text(i)
+            text = f"{label}<br/><small>saved: {saved}</small>" if saved else label
+            lines.append(f'    n{i}["{text}"]')
         lines += [f"    n{a} --> n{b}" for a, b in self.edges]
         return "\n".join(lines)
 
@@ -43,7 +53,8 @@ class AutogradGraph:
 
         def walk(i: int, depth: int) -> None:
             again = i in seen
-            out.append("    " * depth + self.nodes[i] + (" (seen)" if again else ""))
+            saved = "" if again or not self._saved_text(i) else f"  [saved: {self._saved_text(i)}]"
+            out.append("    " * depth + self.nodes[i] + (" (seen)" if again else "") + saved)
             seen.add(i)
             if not again:
                 for child in children[i]:
@@ -61,19 +72,59 @@ class AutogradGraph:
 
 
 def _leaf_label(leaf: torch.Tensor, names: Mapping[int, str]) -> str:
-    shape = "×".join(str(s) for s in leaf.shape) or "scalar"
-    name = names.get(id(leaf), "leaf")
-    return f"AccumulateGrad: {name} ({shape})"
+    return f"AccumulateGrad: {names.get(id(leaf), 'leaf')} ({_shape_text(leaf)})"
+
+
+def _shape_text(value: torch.Tensor) -> str:
+    return "×".join(str(s) for s in value.shape) or "scalar"
+
+
+def saved_tensors_of(node: object) -> tuple[str, ...]:
+    """What ``node`` saved for backward, by name: ``("other 4", "self 3×4")``, or ``("freed",)``.
+
+    Built-in nodes expose each saved tensor as an attribute ``_saved_<name>`` (numbers and
+    sizes they save are left out here); a custom Function's node has ``saved_tensors``.
+    After a ``backward()`` that did not keep the graph, reading them raises: ``"freed"``.
+
+    Example::
+
+        >>> x = torch.ones(3, requires_grad=True)
+        >>> saved_tensors_of((x * x).grad_fn)
+        ('other 3', 'self 3')
+    """
+    if not hasattr(node, "next_functions"):
+        raise TypeError(
+            f"saved_tensors_of(): node must be a grad_fn (a node of the graph), got "
+            f"{type(node).__name__}"
+        )
+    found: list[str] = []
+    try:
+        if hasattr(node, "saved_tensors"):  # a custom Function's node
+            saved = node.saved_tensors
+            found = [f"saved[{k}] {_shape_text(t)}" for k, t in enumerate(saved)]
+        for name in dir(node):
+            if name.startswith("_saved_"):
+                value = getattr(node, name)
+                if isinstance(value, torch.Tensor):
+                    found.append(f"{name[len('_saved_') :]} {_shape_text(value)}")
+    except RuntimeError:  # the graph's saved tensors were freed by a backward pass
+        return ("freed",)
+    return tuple(found)
 
 
 def autograd_graph(
-    tensor: torch.Tensor, names: Mapping[str, torch.Tensor] | None = None
+    tensor: torch.Tensor,
+    names: Mapping[str, torch.Tensor] | None = None,
+    *,
+    saved: bool = False,
 ) -> AutogradGraph:
     """Collect the autograd graph that produced ``tensor``, breadth first from its ``grad_fn``.
 
     Args:
         tensor: a tensor produced by differentiable operations (it must have a ``grad_fn``).
         names: optional ``{"x": x, ...}`` so leaves are labelled with their names.
+        saved: also list what each node saved for backward, with shapes
+            (:func:`saved_tensors_of`).
 
     Returns:
         An :class:`AutogradGraph`; node numbering follows the breadth-first order, so the
@@ -102,6 +153,7 @@ def autograd_graph(
             "autograd_graph(): names must be a mapping from names to tensors, such as "
             f'{{"x": x}}, got {type(names).__name__}'
         )
+    check_bool("autograd_graph", "saved", saved)
     by_id = {id(t): n for n, t in (names or {}).items()}
     index: dict[object, int] = {tensor.grad_fn: 0}
     labels = [type(tensor.grad_fn).__name__]
@@ -121,4 +173,7 @@ def autograd_graph(
                     labels.append(type(child).__name__)
                 queue.append(child)
             edges.append((index[node], index[child]))
-    return AutogradGraph(tuple(labels), tuple(edges))
+    if not saved:
+        return AutogradGraph(tuple(labels), tuple(edges))
+    nodes = sorted(index, key=index.__getitem__)
+    return AutogradGraph(tuple(labels), tuple(edges), tuple(saved_tensors_of(n) for n in nodes))

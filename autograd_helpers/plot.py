@@ -16,7 +16,7 @@ from torch import Tensor
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["plot_curves"]
+__all__ = ["plot_curves", "plot_heatmaps"]
 
 
 def _as_line(name: str, values: object, length: int | None) -> Tensor:
@@ -35,6 +35,25 @@ def _as_line(name: str, values: object, length: int | None) -> Tensor:
     return values.detach().to(torch.float64).cpu()
 
 
+_SCALES = ("linear", "log")
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    import matplotlib.pyplot as plt  # lazy: matplotlib costs ~0.2 s to import
+
+    # A pyplot figure loads the backend, which in Jupyter registers how to display figures;
+    # closing it at once means pyplot will not show it a second time at the end of the cell.
+    figure = plt.figure(figsize=(width, height), layout="constrained")
+    plt.close(figure)
+    return figure
+
+
+def _check_texts(caller: str, **texts: object) -> None:
+    for name, text in texts.items():
+        if not isinstance(text, str):
+            raise TypeError(f"{caller}(): {name} must be a str, got {type(text).__name__}")
+
+
 def plot_curves(
     x: Tensor,
     curves: Mapping[str, Tensor],
@@ -42,15 +61,21 @@ def plot_curves(
     title: str = "",
     xlabel: str = "x",
     ylabel: str = "",
+    xscale: str = "linear",
+    yscale: str = "linear",
+    marker: str = "",
 ) -> Figure:
     """Plot each 1-D tensor in ``curves`` against ``x``, one labelled line each.
 
-    NaN and inf values leave gaps in a line, which is often the point.
+    NaN and inf values leave gaps in a line, which is often the point (and so do values
+    that are not positive on a log axis).
 
     Args:
         x: 1-D tensor of positions.
         curves: ``{label: values}``, each 1-D with as many points as ``x``.
         title, xlabel, ylabel: text for the figure.
+        xscale, yscale: ``"linear"`` or ``"log"``.
+        marker: a matplotlib marker drawn at each point (``"o"``), or none.
 
     Example::
 
@@ -58,25 +83,72 @@ def plot_curves(
         >>> plot_curves(x, {"sin": x.sin(), "cos": x.cos()}, title="two waves")
         <Figure size 640x320 with 1 Axes>
     """
-    for name, text in {"title": title, "xlabel": xlabel, "ylabel": ylabel}.items():
-        if not isinstance(text, str):
-            raise TypeError(f"plot_curves(): {name} must be a str, got {type(text).__name__}")
+    _check_texts("plot_curves", title=title, xlabel=xlabel, ylabel=ylabel, marker=marker)
+    for name, scale in {"xscale": xscale, "yscale": yscale}.items():
+        if scale not in _SCALES:
+            raise ValueError(f"plot_curves(): {name} must be one of {_SCALES}, got {scale!r}")
     xs = _as_line("x", x, None)
     if not isinstance(curves, Mapping) or not curves:
         raise ValueError("plot_curves(): curves must be a non-empty mapping of label -> tensor")
     lines = {
         str(label): _as_line(f"curves[{label!r}]", v, xs.numel()) for label, v in curves.items()
     }
-    import matplotlib.pyplot as plt  # lazy: matplotlib costs ~0.2 s to import
-
-    # A pyplot figure loads the backend, which in Jupyter registers how to display figures;
-    # closing it at once means pyplot will not show it a second time at the end of the cell.
-    figure = plt.figure(figsize=(6.4, 3.2), layout="constrained")
-    plt.close(figure)
+    figure = _new_figure(6.4, 3.2)
     axes = figure.add_subplot()
     for label, values in lines.items():
-        axes.plot(xs.numpy(), values.numpy(), label=label)
-    axes.set(title=title, xlabel=xlabel, ylabel=ylabel)
+        axes.plot(xs.numpy(), values.numpy(), label=label, marker=marker or None)
+    axes.set(title=title, xlabel=xlabel, ylabel=ylabel, xscale=xscale, yscale=yscale)
     axes.grid(alpha=0.3)
     axes.legend()
+    return figure
+
+
+def plot_heatmaps(
+    matrices: Mapping[str, Tensor], *, title: str = "", centred: bool = True
+) -> Figure:
+    """Draw each matrix as a heatmap, side by side, each with its own colour bar.
+
+    Rows run down and columns across, as the matrix is printed: for a Jacobian, a row per
+    output and a column per input.
+
+    Args:
+        matrices: ``{label: tensor}``, each 1-D (drawn as one row) or 2-D, real.
+        title: text above the figure.
+        centred: colour scales centred on zero (blue negative, red positive), which suits
+            derivatives and differences; ``False`` spans each matrix's own range.
+
+    Example::
+
+        >>> plot_heatmaps({"J": torch.eye(3), "2J": 2 * torch.eye(3)}, title="two matrices")
+        <Figure size 640x280 with 4 Axes>
+    """
+    _check_texts("plot_heatmaps", title=title)
+    if not isinstance(centred, bool):
+        raise TypeError(f"plot_heatmaps(): centred must be a bool, got {type(centred).__name__}")
+    if not isinstance(matrices, Mapping) or not matrices:
+        raise ValueError("plot_heatmaps(): matrices must be a non-empty mapping of label -> tensor")
+    grids = {}
+    for label, value in matrices.items():
+        name = f"matrices[{label!r}]"
+        if not isinstance(value, Tensor):
+            raise TypeError(f"plot_heatmaps(): {name} must be a torch.Tensor, got {type(value)}")
+        if value.is_complex() or value.is_meta or value.dim() not in (1, 2):
+            raise ValueError(
+                f"plot_heatmaps(): {name} must be a real 1-D or 2-D tensor with values, got "
+                f"{value.dtype} of shape {tuple(value.shape)} on {value.device}"
+            )
+        grids[str(label)] = value.detach().to(torch.float64).cpu().reshape(-1, value.shape[-1])
+    figure = _new_figure(3.2 * len(grids), 2.8)
+    for k, (label, grid) in enumerate(grids.items()):
+        axes = figure.add_subplot(1, len(grids), k + 1)
+        finite = grid[grid.isfinite()]
+        bound = float(finite.abs().max()) if finite.numel() else 1.0
+        limits = (-bound, bound) if centred else (None, None)
+        image = axes.imshow(
+            grid.numpy(), cmap="RdBu_r" if centred else "viridis", vmin=limits[0], vmax=limits[1]
+        )
+        axes.set(title=label, xlabel="column", ylabel="row")
+        figure.colorbar(image, ax=axes, shrink=0.8)
+    if title:
+        figure.suptitle(title)
     return figure

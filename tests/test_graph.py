@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograd_helpers.graph import autograd_graph
+from autograd_helpers.graph import autograd_graph, saved_tensors_of
 
 
 def test_tree_and_mermaid_for_a_shared_leaf():
@@ -53,3 +53,32 @@ def test_bad_arguments():
         autograd_graph(x * 2, names={"x": 1.0})  # type: ignore[dict-item]
     with pytest.raises(TypeError, match=r"names must be a mapping from names to tensors.*got list"):
         autograd_graph(x * 2, names=[x])  # type: ignore[arg-type]
+
+
+def test_saved_tensors_are_listed_with_shapes_and_freed_ones_said_so():
+    x = torch.ones(3, requires_grad=True)
+    w = torch.ones(2, 3, requires_grad=True)
+    y = torch.tanh(w @ x).sum()
+    graph = autograd_graph(y, names={"x": x, "w": w}, saved=True)
+    assert str(graph).splitlines()[1:3] == [
+        "    TanhBackward0  [saved: result 2]",
+        "        MvBackward0  [saved: self 2×3, vec 3]",
+    ]
+    assert 'n2["MvBackward0<br/><small>saved: self 2×3, vec 3</small>"]' in graph.to_mermaid()
+    y.backward()
+    assert "TanhBackward0  [saved: freed]" in str(autograd_graph(y, saved=True))
+
+
+def test_a_custom_functions_saved_tensors_are_listed():
+    from autograd_helpers.functions import sigmoid
+
+    x = torch.ones(3, requires_grad=True)
+    assert saved_tensors_of(sigmoid(x).grad_fn) == ("saved[0] 3",)
+
+
+def test_without_saved_the_drawing_is_unchanged():
+    x = torch.ones(2, requires_grad=True)
+    plain = autograd_graph((x * 3).sum(), names={"x": x})
+    assert plain.saved == () and "saved" not in str(plain) + plain.to_mermaid()
+    with pytest.raises(TypeError, match="saved must be a bool"):
+        autograd_graph((x * 3).sum(), saved="yes")  # type: ignore[arg-type]

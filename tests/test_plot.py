@@ -47,3 +47,41 @@ def test_one_line_per_curve_with_labels_and_gaps_for_nan():
 def test_bad_arguments(x, curves, error, phrase):
     with pytest.raises(error, match=phrase):
         plot_curves(x, curves)
+
+
+def test_log_axes_and_markers():
+    x = torch.tensor([1.0, 10.0, 100.0])
+    figure = plot_curves(x, {"a": x}, xscale="log", yscale="log", marker="o")
+    (axes,) = figure.axes
+    assert (axes.get_xscale(), axes.get_yscale()) == ("log", "log")
+    assert axes.get_lines()[0].get_marker() == "o"
+    with pytest.raises(ValueError, match="yscale must be one of"):
+        plot_curves(x, {"a": x}, yscale="logarithmic")
+
+
+def test_heatmaps_one_panel_and_colour_bar_each_centred_on_zero():
+    from autograd_helpers.plot import plot_heatmaps
+
+    figure = plot_heatmaps({"J": torch.tensor([[1.0, -3.0], [0.5, 2.0]]), "row": torch.ones(3)})
+    panels = [a for a in figure.axes if a.get_title()]
+    assert [a.get_title() for a in panels] == ["J", "row"]
+    assert panels[0].get_images()[0].get_clim() == (-3.0, 3.0)
+    assert panels[1].get_images()[0].get_array().shape == (1, 3)
+    assert len(figure.axes) == 4  # two panels, two colour bars
+
+
+@pytest.mark.parametrize(
+    ("matrices", "kwargs", "error", "phrase"),
+    [
+        ({}, {}, ValueError, "non-empty mapping"),
+        ({"a": [[1.0]]}, {}, TypeError, "must be a torch.Tensor"),
+        ({"a": torch.ones(2, 2, 2)}, {}, ValueError, "1-D or 2-D"),
+        ({"a": torch.ones(2, dtype=torch.complex64)}, {}, ValueError, "real"),
+        ({"a": torch.ones(2)}, {"centred": 1}, TypeError, "centred must be a bool"),
+    ],
+)
+def test_heatmaps_refuse_bad_arguments(matrices, kwargs, error, phrase):
+    from autograd_helpers.plot import plot_heatmaps
+
+    with pytest.raises(error, match=phrase):
+        plot_heatmaps(matrices, **kwargs)

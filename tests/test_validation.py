@@ -57,6 +57,22 @@ BAD_CALLS = {
         "step",
     ),
     "wrap_builtin": (lambda: ah.wrap.wrap_builtin("max_pool1d"), TypeError, "fn"),
+    "replay_backward": (lambda: ah.engine.replay_backward(X.sum(), X), ValueError, "inputs"),
+    "jacobian_by_rows": (lambda: ah.jacobians.jacobian_by_rows(torch.sin, [1.0]), TypeError, "x"),
+    "strategy_named": (lambda: ah.jacobians.strategy_named("fast"), ValueError, "name"),
+    "saved_tensors_of": (lambda: ah.graph.saved_tensors_of(X), TypeError, "node"),
+    "plot_heatmaps": (lambda: ah.plot.plot_heatmaps({}), ValueError, "matrices"),
+    "check_jacobian_loop": (
+        lambda: ah.checks.check_jacobian_loop(len, name=3),
+        TypeError,
+        "name",
+    ),
+    "check_hvp": (lambda: ah.checks.check_hvp(len, name=3), TypeError, "name"),
+    "check_jacobian_shapes": (
+        lambda: ah.checks.check_jacobian_shapes([], {}),
+        ValueError,
+        "problems",
+    ),
 }
 
 # Function classes are exempt: .apply checks nothing by design; their wrappers validate.
@@ -80,6 +96,9 @@ EXEMPT = {
     "check_environment": "takes no arguments",
     "EnvironmentReport": "a result type, built by check_environment",
     "AutogradGraph": "a result type, built by autograd_graph",
+    "ReplayStep": "a result type, built by replay_backward",
+    "JacobianStrategy": "a record type; STRATEGIES holds the instances",
+    "STRATEGIES": "a constant",
     "NestedBackwardError": "an exception type",
     "MAX_NESTED_BACKWARD": "a constant",
     "QUIET_NATIVE_LOGS": "a constant",

@@ -12,12 +12,12 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import torch
 from torch.utils import benchmark
 
+from autograd_helpers.jacobians import STRATEGIES, jacobian_by_rows
 from autograd_helpers.memory import saved_tensor_bytes
 from tools.bench.results import (
     FunctionRow,
@@ -151,8 +151,8 @@ def measure_functions(
 
 
 def measure_jacobians(sizes: Sequence[int], seconds: float) -> tuple[JacobianRow, ...]:
-    """Four ways to a square Jacobian, all checked equal before they are timed."""
-    jacobian = torch.autograd.functional.jacobian
+    """Every strategy of :mod:`autograd_helpers.jacobians` on a square Jacobian, all
+    checked equal to the textbook loop before they are timed."""
     rows = []
     for n in sizes:
         gen = torch.Generator().manual_seed(0)
@@ -161,21 +161,15 @@ def measure_jacobians(sizes: Sequence[int], seconds: float) -> tuple[JacobianRow
         def f(v: torch.Tensor, weight: torch.Tensor = weight) -> torch.Tensor:
             return torch.tanh(weight @ v)
 
-        methods: dict[str, Callable[..., Any]] = {
-            "autograd.functional.jacobian (row loop)": lambda g, v: jacobian(g, v),
-            "autograd.functional.jacobian (vectorize=True)": lambda g, v: jacobian(
-                g, v, vectorize=True
-            ),
-            "torch.func.jacrev": lambda g, v: torch.func.jacrev(g)(v),
-            "torch.func.jacfwd": lambda g, v: torch.func.jacfwd(g)(v),
-        }
-        expected = torch.func.jacrev(f)(x)
-        for method, run in methods.items():
+        expected = jacobian_by_rows(f, x)
+        for strategy in STRATEGIES:
             # the same Jacobian from every method, or comparing their times means nothing
-            torch.testing.assert_close(run(f, x), expected)
-            timer = benchmark.Timer("run(f, x)", globals={"run": run, "f": f, "x": x})
+            torch.testing.assert_close(strategy.compute(f, x), expected)
+            timer = benchmark.Timer(
+                "compute(f, x)", globals={"compute": strategy.compute, "f": f, "x": x}
+            )
             median = float(timer.blocked_autorange(min_run_time=seconds).median)
-            rows.append(JacobianRow(method, n, median))
+            rows.append(JacobianRow(strategy.name, n, median))
     return tuple(rows)
 
 

@@ -1,0 +1,186 @@
+"""autograd_helpers.engine.replay_backward: the same gradients as torch.autograd.grad.
+
+Every graph is built in float64 and compared with ``torch.autograd.grad(..., allow_unused=
+True)``; afterwards the graph must still be usable and no ``.grad`` may have been written.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.autograd import Function
+
+from autograd_helpers import functions as fns
+from autograd_helpers.engine import ReplayStep, replay_backward
+
+DOUBLE = torch.float64
+
+
+def _randn(*shape: int, seed: int = 0, grad: bool = True) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=gen, dtype=DOUBLE).requires_grad_(grad)
+
+
+def assert_same_as_torch(output, inputs, grad_output=None):
+    mine = replay_backward(output, inputs, grad_output)
+    theirs = torch.autograd.grad(output, inputs, grad_output, allow_unused=True, retain_graph=True)
+    assert len(mine) == len(theirs)
+    for got, want in zip(mine, theirs, strict=True):
+        assert (got is None) == (want is None), (got, want)
+        if want is not None:
+            torch.testing.assert_close(got, want)
+    for t in inputs:
+        assert not t.is_leaf or t.grad is None  # replay never accumulates into .grad
+    return mine
+
+
+def test_an_mlp_whose_weight_is_used_twice():
+    x, w, b = _randn(4, 3), _randn(3, 3, seed=1), _randn(3, seed=2)
+    hidden = torch.tanh(x @ w + b)
+    loss = (torch.relu(hidden @ w) ** 2).mean()
+    assert_same_as_torch(loss, (x, w, b))
+
+
+def test_a_deep_diamond_chain_runs_each_node_once():
+    # every level uses the previous tensor twice: 2**40 paths, 40 levels of nodes
+    y = _randn(5)
+    z = y
+    for _ in range(40):
+        z = torch.sin(z) * z
+    steps: list[ReplayStep] = []
+    replay_backward(z.sum(), y, trace=steps)
+    names = [step.node for step in steps]
+    assert names.count("MulBackward0") == 40 and names.count("SinBackward0") == 40
+    assert_same_as_torch(z.sum(), (y,))
+
+
+def test_broadcasting_is_summed_down_to_each_input():
+    m, v, s = _randn(3, 4), _randn(4, seed=1), _randn(1, 1, seed=2)
+    assert_same_as_torch((m * v + v * s).exp().sum(), (m, v, s))
+
+
+def test_split_unbind_cat_and_a_multi_output_node_with_an_unused_output():
+    a = _randn(6)
+    first, _unused, last = a.split(2)  # the middle part never gets a gradient
+    rows = torch.stack([first * 2, last]).unbind(0)
+    out = torch.cat([rows[0], rows[1] ** 2])
+    assert_same_as_torch(out, (a,), _randn(4, seed=3, grad=False))
+
+
+def test_an_unused_input_gets_none_and_non_leaf_inputs_get_their_gradient():
+    a, unused = _randn(3), _randn(2, seed=1)
+    hidden = a.exp()
+    out = (hidden * a).sum()
+    grads = assert_same_as_torch(out, (a, unused, hidden))
+    assert grads[1] is None
+
+
+def test_a_non_scalar_output_with_grad_output_is_a_vector_jacobian_product():
+    x = _randn(3)
+    w = _randn(2, 3, seed=1)
+    assert_same_as_torch(w @ x, (x, w), torch.tensor([1.0, -2.0], dtype=DOUBLE))
+
+
+def test_chapter_01_functions_are_run_through_their_backward():
+    x, w, b = _randn(2, 4), _randn(3, 4, seed=1), _randn(3, seed=2)
+    out = fns.linear(fns.sigmoid(x), w, b).sum() + fns.square_and_max_pool1d(x, 2).sum()
+    steps: list[ReplayStep] = []
+    grads = replay_backward(out, (x, w, b), trace=steps.append)  # a callable trace
+    assert {"LinearFunctionBackward", "SigmoidBackward", "SquareAndMaxPool1dBackward"} <= {
+        s.node for s in steps
+    }
+    assert_same_as_torch(out, (x, w, b))
+    assert len(grads) == 3
+
+
+class TwoOutputsWithoutMaterialising(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        return x * 2, x * 3
+
+    @staticmethod
+    def backward(ctx, grad_a, grad_b):
+        grad = 0
+        if grad_a is not None:
+            grad = grad + 2 * grad_a
+        if grad_b is not None:
+            grad = grad + 3 * grad_b
+        return grad
+
+
+def test_a_function_that_asked_for_none_gets_none_for_an_unused_output():
+    x = _randn(3)
+    a, _ = TwoOutputsWithoutMaterialising.apply(x)
+    assert_same_as_torch(a.sum(), (x,))
+
+
+def test_the_graph_survives_the_replay():
+    x = _randn(3)
+    out = (x.exp() * x).sum()
+    replay_backward(out, x)
+    out.backward()  # the saved tensors are still there
+    torch.testing.assert_close(x.grad, (x.exp() * (x + 1)).detach())
+
+
+def test_the_trace_names_each_node_with_its_incoming_gradient_shapes():
+    x = _randn(2, 3)
+    steps: list[ReplayStep] = []
+    replay_backward((x * 2).sum(), x, trace=steps)
+    assert [str(s) for s in steps] == ["SumBackward0 <- ()", "MulBackward0 <- (2, 3)"]
+
+
+def test_an_output_that_is_itself_an_input():
+    x, y = _randn(3), _randn(3, seed=1)
+    ones = torch.ones(3, dtype=DOUBLE)
+    got = replay_backward(x, (x, y), ones)
+    assert torch.equal(got[0], ones) and got[1] is None
+
+
+OPS = st.sampled_from(["add", "mul", "sin", "exp", "broadcast", "split"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=st.lists(st.tuples(OPS, st.integers(0, 10), st.integers(0, 10)), max_size=12))
+def test_random_graphs_match_torch(ops):
+    """Each step combines two earlier tensors (any of them, so paths share nodes)."""
+    a, b = _randn(4, seed=1), _randn(4, seed=2)
+    row = _randn(1, 4, seed=3)
+    tensors = [a, b]
+    for op, i, j in ops:
+        u, v = tensors[i % len(tensors)], tensors[j % len(tensors)]
+        if op == "add":
+            tensors.append(u + v)
+        elif op == "mul":
+            tensors.append(u * v)
+        elif op == "sin":
+            tensors.append(torch.sin(u))
+        elif op == "exp":
+            tensors.append(torch.exp(u * 0.1))
+        elif op == "broadcast":
+            tensors.append((u * row).sum(0))  # (4,) * (1, 4) -> (1, 4) -> (4,)
+        else:
+            left, right = u.split(2)
+            tensors.append(torch.cat([right, left * 2]))
+    out = sum(t.sum() for t in tensors[2:]) if len(tensors) > 2 else a.sum()
+    assert_same_as_torch(out, (a, b, row))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "phrase"),
+    [
+        (lambda x: replay_backward(x * 2, x), ValueError, "grad_output is needed"),
+        (lambda x: replay_backward((x * 2).sum(), x, torch.ones(2)), ValueError, "must match"),
+        (lambda x: replay_backward([x], x), TypeError, "output must be a tensor"),
+        (lambda x: replay_backward(x.detach().sum(), x), ValueError, "does not require grad"),
+        (lambda x: replay_backward(x.sum(), [x, 3]), TypeError, r"inputs\[1\] must be a tensor"),
+        (lambda x: replay_backward(x.sum(), x.detach()), ValueError, r"inputs\[0\] does not"),
+        (lambda x: replay_backward(x.sum(), []), TypeError, "non-empty sequence"),
+        (lambda x: replay_backward(x.sum(), x, trace="steps"), TypeError, "trace"),
+    ],
+)
+def test_bad_arguments_are_named(call, error, phrase):
+    with pytest.raises(error, match=phrase):
+        call(_randn(3))
