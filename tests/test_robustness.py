@@ -82,7 +82,9 @@ def test_each_notebook_runs_alone_offline(path, tmp_path, no_network):
 def test_all_notebooks_in_reverse_order_in_one_kernel(tmp_path, no_network):
     combined = nbformat.v4.new_notebook()
     for path in reversed(NOTEBOOKS):
-        combined.cells += nbformat.read(path, as_version=4).cells
+        for cell in nbformat.read(path, as_version=4).cells:
+            cell.id = f"{path.stem[:2]}-{cell.id}"  # ids are unique per notebook, not across
+            combined.cells.append(cell)
         combined.cells.append(nbformat.v4.new_code_cell(STATE_CHECK.format(name=path.name)))
     target = tmp_path / "all_reversed.ipynb"
     nbformat.write(combined, target)
