@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from autograd_helpers import checks as checks
     from autograd_helpers import engine as engine
     from autograd_helpers import environment as environment
+    from autograd_helpers import finite_differences as finite_differences
     from autograd_helpers import functions as functions
     from autograd_helpers import graph as graph
     from autograd_helpers import guards as guards
@@ -43,6 +44,7 @@ SUBMODULES = (
     "checks",
     "engine",
     "environment",
+    "finite_differences",
     "functions",
     "graph",
     "guards",

@@ -7,8 +7,9 @@ become a :class:`CheckResult` that says what to fix. It does raise (``TypeError`
 that fails on its own inputs. Then the message says that the check is at fault.
 
 This module is the checkers' public face: :func:`check_function` and :func:`check_tensor` for
-any exercise, and each chapter's own (chapter 02: :func:`check_jacobian_loop`,
-:func:`check_hvp`, :func:`check_jacobian_shapes`). Their machinery lives in the private
+any exercise, each chapter's own (chapter 02: :func:`check_jacobian_loop`,
+:func:`check_hvp`, :func:`check_jacobian_shapes`), and :func:`explain_gradcheck`, gradcheck
+told in words (chapter 03). Their machinery lives in the private
 ``autograd_helpers._checking`` package.
 """
 
@@ -21,6 +22,7 @@ import torch
 from torch import Tensor
 
 from autograd_helpers._checking.feedback import CheckResult, failed, not_implemented
+from autograd_helpers._checking.gradcheck_explained import GradcheckReport, explain_gradcheck
 from autograd_helpers._checking.jacobian_exercises import (
     check_hvp,
     check_jacobian_loop,
@@ -34,11 +36,13 @@ from autograd_helpers._checking.validate import check_bool, check_option
 
 __all__ = [
     "CheckResult",
+    "GradcheckReport",
     "check_function",
     "check_hvp",
     "check_jacobian_loop",
     "check_jacobian_shapes",
     "check_tensor",
+    "explain_gradcheck",
 ]
 
 

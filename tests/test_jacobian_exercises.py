@@ -45,7 +45,7 @@ def loop_with_backward_and_reset(f, x):
 
 @pytest.mark.parametrize(
     "answer",
-    [jacobian_by_rows, loop_with_reshape, loop_with_unit_vectors, loop_with_backward_and_reset],
+    [loop_with_reshape, loop_with_unit_vectors, loop_with_backward_and_reset],
 )
 def test_right_jacobian_loops_pass(answer):
     result = check_jacobian_loop(answer)
@@ -263,9 +263,117 @@ def test_predictions_that_cannot_be_checked(predicted, phrase):
         (lambda: check_jacobian_shapes([], {}), ValueError, "problems must be a non-empty"),
         (lambda: check_jacobian_shapes([], {"a": torch.sum}), TypeError, r"problems\['a'\]"),
         (lambda: check_jacobian_loop(jacobian_by_rows, name=1), TypeError, "name"),
-        (lambda: check_hvp(hvp_double_backward, name=None), TypeError, "name"),
+        (lambda: check_hvp(hvp_double_backward, name=3), TypeError, "name"),
     ],
 )
 def test_the_notebooks_mistakes_raise(call, error, phrase):
     with pytest.raises(error, match=phrase):
         call()
+
+
+# --- shortcuts under any name, and the audit's wrong answers --------------------------------
+
+from torch.autograd.functional import hessian as imported_hessian  # noqa: E402
+from torch.autograd.functional import hvp as imported_hvp  # noqa: E402
+from torch.autograd.functional import jacobian as imported_jacobian  # noqa: E402
+
+
+def test_a_shortcut_imported_under_its_own_name_is_still_refused():
+    result = check_jacobian_loop(lambda f, x: imported_jacobian(f, x))
+    assert "calls `torch.autograd.functional.jacobian`" in result.message
+    result = check_jacobian_loop(jacobian_by_rows)
+    assert "calls `autograd_helpers.jacobians.jacobian_by_rows`" in result.message
+    result = check_hvp(lambda f, x, v: imported_hvp(f, x, v)[1])
+    assert "calls `torch.autograd.functional.hvp`" in result.message
+
+
+def test_the_outermost_shortcut_is_named():
+    def via_hessian(f, x, v):
+        return (imported_hessian(f, x).reshape(x.numel(), -1) @ v.reshape(-1)).reshape(x.shape)
+
+    assert "calls `torch.autograd.functional.hessian`" in check_hvp(via_hessian).message
+
+
+def test_a_hessian_built_row_by_row_is_refused_by_its_backward_passes():
+    def rows_of_the_hessian(f, x, v):
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        flat = g.reshape(-1)
+        rows = [
+            torch.autograd.grad(flat[i], x, retain_graph=True)[0].reshape(-1)
+            for i in range(flat.numel())
+        ]
+        return (torch.stack(rows) @ v.reshape(-1)).reshape(x.shape)
+
+    result = check_hvp(rows_of_the_hessian)
+    assert not result.passed and "backward passes; 3 are enough" in result.message
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_the_hvp_checkers_other_hints():
+    def tuple_returned(f, x, v):
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        return torch.autograd.grad((g * v).sum(), x)
+
+    assert "returns a tuple: take its element" in check_hvp(tuple_returned).message
+
+    def vectors_only(f, x, v):
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        return torch.autograd.grad(g @ v, x)[0]
+
+    assert "`x` may be a matrix" in check_hvp(vectors_only).message
+
+    def accumulated(f, x, v):
+        x = x.detach().requires_grad_()
+        f(x).backward(create_graph=True)
+        (x.grad * v).sum().backward()
+        return x.grad
+
+    assert "that is g + H v" in check_hvp(accumulated).message
+    assert "create_graph=True" in check_hvp(hvp_without_create_graph).message.split("Hint")[1][:200]
+
+
+def test_the_jacobian_checkers_other_hints():
+    def aliased_rows(f, x):
+        x = x.detach().requires_grad_()
+        y = f(x).reshape(-1)
+        rows = []
+        for i in range(len(y)):
+            y[i].backward(retain_graph=True)
+            rows.append(x.grad)  # the same tensor every time
+        return torch.stack(rows).reshape(*f(x).shape, *x.shape)
+
+    assert "every row is the same tensor" in check_jacobian_loop(aliased_rows).message
+
+    def summed_rows(f, x):
+        x = x.detach().requires_grad_()
+        y = f(x)
+        return torch.autograd.grad(y, x, torch.ones_like(y))[0]
+
+    assert "the sum of all rows" in check_jacobian_loop(summed_rows).message
+
+    def vectors_only(f, x):
+        x = x.detach().requires_grad_()
+        y = f(x)
+        rows = [torch.autograd.grad(y[i], x, retain_graph=True)[0] for i in range(y.shape[0])]
+        return torch.stack(rows)
+
+    assert "your code assumes a shape" in check_jacobian_loop(vectors_only).message
+
+
+def test_the_default_label_is_the_functions_name():
+    def my_hvp(f, x, v):
+        return ...
+
+    assert check_hvp(my_hvp).title.startswith("my_hvp:")
+
+
+def test_numpy_integers_count_and_a_string_is_explained():
+    import numpy as np
+
+    answers = [(np.int64(3), np.int64(4)), (5, 3), (3, 2, 2, 3), "(3, 3)"]
+    result = check_jacobian_shapes(answers, PROBLEMS)
+    assert "1 of 4 shapes are off" in result.message
+    assert "you said a string; write the tuple itself" in result.message

@@ -68,6 +68,20 @@ BAD_CALLS = {
         "name",
     ),
     "check_hvp": (lambda: ah.checks.check_hvp(len, name=3), TypeError, "name"),
+    "central_difference": (
+        lambda: ah.finite_differences.central_difference(torch.sin, X, eps=-1),
+        ValueError,
+        "eps",
+    ),
+    "eps_sweep": (lambda: ah.finite_differences.eps_sweep(torch.sin, X, []), ValueError, "eps"),
+    "plot_eps_sweep": (lambda: ah.finite_differences.plot_eps_sweep([]), ValueError, "records"),
+    "compare_derivatives": (
+        lambda: ah.finite_differences.compare_derivatives(torch.sin, X, dtype=torch.float64, eps=1),
+        TypeError,
+        "xs",
+    ),
+    "explain_gradcheck": (lambda: ah.checks.explain_gradcheck(torch.sin, X), ValueError, "input"),
+    "gradcheck_explorer": (lambda: ah.widgets.gradcheck_explorer("cos"), ValueError, "function"),
     "check_jacobian_shapes": (
         lambda: ah.checks.check_jacobian_shapes([], {}),
         ValueError,
@@ -85,6 +99,7 @@ FUNCTION_WRAPPERS = {
     "ScaleGrad": "scale_grad",
     "SquareAndMaxPool1d": "square_and_max_pool1d",
     "IsolatedSubgraph": "wrap_builtin",
+    "SigmoidWithWrongBackward": "gradcheck_explorer",
 }
 
 # name -> why it needs no validation of its own
@@ -98,6 +113,9 @@ EXEMPT = {
     "AutogradGraph": "a result type, built by autograd_graph",
     "ReplayStep": "a result type, built by replay_backward",
     "JacobianStrategy": "a record type; STRATEGIES holds the instances",
+    "DerivativeComparison": "a result type, built by compare_derivatives",
+    "GradcheckReport": "a result type, built by explain_gradcheck",
+    "EXPLORER_FUNCTIONS": "a constant",
     "STRATEGIES": "a constant",
     "NestedBackwardError": "an exception type",
     "MAX_NESTED_BACKWARD": "a constant",

@@ -59,3 +59,49 @@ def test_bad_arguments(kwargs, error, phrase):
     arguments = {"fn": cubic, **kwargs}
     with pytest.raises(error, match=phrase):
         tangent_explorer(**arguments)
+
+
+# --- the gradcheck explorer --------------------------------------------------------------------
+
+
+def test_the_gradcheck_explorer_follows_its_three_controls():
+    from autograd_helpers.widgets import gradcheck_explorer
+
+    explorer = gradcheck_explorer("sigmoid", dtype="float64", eps=1e-6)
+    choice, precision, step, readout, image = explorer.children
+    assert "passes" in readout.value and repr(explorer) == (
+        "GradcheckExplorer(sigmoid, float64, eps=1e-06)"
+    )
+    first = image.value
+    choice.value = "sigmoid with a wrong backward"
+    assert "fails" in readout.value and image.value != first
+    choice.value, precision.value, step.value = "sigmoid", "float32", 1e-7
+    assert "fails" in readout.value and "float32, eps = 1e-07" in readout.value
+
+
+def test_in_float64_only_the_broken_function_and_the_kink_fail():
+    from autograd_helpers.finite_differences import compare_derivatives
+    from autograd_helpers.widgets import EXPLORER_FUNCTIONS
+    from autograd_helpers.widgets._gradcheck import POINTS
+
+    verdicts = {
+        name: compare_derivatives(fn, POINTS, dtype=torch.float64, eps=1e-6).passes
+        for name, fn in EXPLORER_FUNCTIONS.items()
+    }
+    failing = {"sigmoid with a wrong backward", "relu (a kink at 0)"}  # 0 is on the grid
+    assert verdicts == {name: name not in failing for name in verdicts}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "phrase"),
+    [
+        ({"function": "cos"}, "function must be one of"),
+        ({"dtype": "float16"}, "dtype must be one of"),
+        ({"eps": 1.0}, "eps must be a number from 1e-12 to 1e-1"),
+    ],
+)
+def test_the_gradcheck_explorer_refuses_bad_arguments(kwargs, phrase):
+    from autograd_helpers.widgets import gradcheck_explorer
+
+    with pytest.raises(ValueError, match=phrase):
+        gradcheck_explorer(**kwargs)

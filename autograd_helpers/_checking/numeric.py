@@ -1,14 +1,10 @@
 """Numbers for the checkers: finite-difference gradients and "how far off, and where".
 
-Used by :mod:`autograd_helpers.checks`; chapter 03 (gradcheck) explains the method. The
-gradient of a scalar :math:`L = \\langle v, f(x) \\rangle` (``v`` is the ``grad_output``) is
-estimated one element at a time with central differences,
-
-.. math:: \\frac{\\partial L}{\\partial x_j} \\approx
-          \\frac{L(x + \\varepsilon e_j) - L(x - \\varepsilon e_j)}{2\\varepsilon},
-
-which in float64 with :math:`\\varepsilon = 10^{-6}` is accurate to about :math:`10^{-9}` for
-smooth functions.
+Used by :mod:`autograd_helpers.checks`. :func:`finite_difference_vjp` estimates the gradient
+of :math:`L = \\langle v, f(x) \\rangle` (``v`` is the ``grad_output``) from the central
+differences of :func:`autograd_helpers.finite_differences._central_columns`, the one place the
+formula lives; chapter 03 (gradcheck) explains it. In float64 with
+:math:`\\varepsilon = 10^{-6}` it is accurate to about :math:`10^{-9}` for smooth functions.
 """
 
 from __future__ import annotations
@@ -20,6 +16,7 @@ import torch
 from torch import Tensor
 
 from autograd_helpers._checking.validate import check_option
+from autograd_helpers.finite_differences import _central_columns
 
 __all__ = [
     "Mismatch",
@@ -128,7 +125,6 @@ def finite_difference_vjp(
         >>> finite_difference_vjp(lambda x: x**2, [x], [ones], [0], eps=1e-6)
         [tensor([2.0000, 4.0000], dtype=torch.float64)]
     """
-
     if not callable(function):
         raise TypeError(
             f"finite_difference_vjp(): function must be callable, got {type(function).__name__}"
@@ -143,34 +139,18 @@ def finite_difference_vjp(
                 f"of eps cannot be added to {kind})"
             )
 
-    def weighted_sum(args: list[object]) -> float:
-        outputs = function(*args)
-        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-        total = 0.0
-        for out, weight in zip(outputs, grad_outputs, strict=True):
-            if not isinstance(out, Tensor):
-                raise TypeError(f"expected a tensor output, got {type(out).__name__}")
-            total += float((out.detach().double() * weight.double()).sum())
-        return total
+    estimates = [torch.zeros(x.numel(), dtype=torch.float64) for x in _tensors_at(inputs, wrt)]
+    slot = {position: k for k, position in enumerate(wrt)}
+    for position, j, columns in _central_columns(function, inputs, wrt, eps):
+        estimates[slot[position]][j] = sum(
+            float((column.double() * weight.double()).sum())
+            for column, weight in zip(columns, grad_outputs, strict=True)
+        )
+    return [
+        estimate.reshape(x.shape).to(x.dtype)
+        for estimate, x in zip(estimates, _tensors_at(inputs, wrt), strict=True)
+    ]
 
-    estimates = []
-    with torch.no_grad():
-        base = [
-            x.detach().clone(memory_format=torch.contiguous_format) if isinstance(x, Tensor) else x
-            for x in inputs
-        ]
-        for i in wrt:
-            x = base[i]
-            assert isinstance(x, Tensor)
-            flat = x.view(-1)  # contiguous, so writing into the view moves x
-            estimate = torch.zeros(x.numel(), dtype=torch.float64)
-            for j in range(x.numel()):
-                original = float(flat[j])
-                flat[j] = original + eps
-                plus = weighted_sum(base)
-                flat[j] = original - eps
-                minus = weighted_sum(base)
-                flat[j] = original
-                estimate[j] = (plus - minus) / (2 * eps)
-            estimates.append(estimate.reshape(x.shape).to(x.dtype))
-    return estimates
+
+def _tensors_at(inputs: Sequence[object], wrt: Sequence[int]) -> list[Tensor]:
+    return [x for i in wrt if isinstance(x := inputs[i], Tensor)]

@@ -1,50 +1,71 @@
 """Exercises that ask for the long way round: notice a learner who took the library's shortcut.
 
-While :func:`shortcuts_refused` is active, each named library function (say
-``torch.autograd.functional.jacobian``) is replaced by a stub that raises
-:class:`ShortcutTakenError`; the checker turns that into "write it yourself" feedback.
+:func:`watching` runs a block under a profile hook that recognises functions by their code,
+so a shortcut is seen however it was reached (``torch.autograd.functional.jacobian``, a name
+the notebook imported, an alias). It records the first refused function called, which is
+the outermost one (``hessian``, not the ``jacobian`` it calls inside), and counts backward
+passes, for exercises that limit them. Nothing is patched and nothing is stopped: the
+checker reads the record afterwards.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterator
+import inspect
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import CodeType, FrameType
 from typing import Any
 
-__all__ = ["ShortcutTakenError", "shortcuts_refused"]
+__all__ = ["Watch", "watching"]
 
 
-class ShortcutTakenError(Exception):
-    """The learner's code called a function the exercise asks them to write themselves."""
+@dataclass
+class Watch:
+    """What :func:`watching` saw: the first refused function called, and backward passes."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(f"{name} is what this exercise asks you to write yourself")
-        self.name = name
+    taken: str | None = None
+    backward_passes: int = 0
+
+
+def _code(name: str) -> CodeType:
+    module_name, attribute = name.rsplit(".", 1)
+    function = inspect.unwrap(getattr(importlib.import_module(module_name), attribute))
+    code = getattr(function, "__code__", None)
+    if not isinstance(code, CodeType):
+        raise TypeError(f"watching(): {name} is not a Python function")
+    return code
 
 
 @contextlib.contextmanager
-def shortcuts_refused(*names: str) -> Iterator[None]:
-    """Replace each dotted ``module.function`` name with a stub raising :class:`ShortcutTakenError`.
+def watching(refused: Sequence[str]) -> Iterator[Watch]:
+    """Record calls of the dotted ``refused`` functions and count backward passes.
 
-    Code that looks the function up when it runs (``torch.func.jacrev(f)``) meets the stub;
-    everything is restored on exit.
+    Example::
+
+        >>> with watching(["torch.autograd.functional.jacobian"]) as watch:
+        ...     _ = torch.autograd.functional.jacobian(torch.sin, torch.ones(2))
+        >>> watch.taken, watch.backward_passes > 0
+        ('torch.autograd.functional.jacobian', True)
     """
-    originals: list[tuple[Any, str, Any]] = []
+    names = {_code(name): name for name in refused}
+    passes = {_code("torch.autograd.grad"), _code("torch.autograd.backward")}
+    watch = Watch()
 
-    def stub(name: str) -> Any:
-        def refused(*args: Any, **kwargs: Any) -> Any:
-            raise ShortcutTakenError(name)
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        if watch.taken is None and code in names:
+            watch.taken = names[code]
+        if code in passes:
+            watch.backward_passes += 1
 
-        return refused
-
+    previous = sys.getprofile()
+    sys.setprofile(profile)
     try:
-        for name in names:
-            module_name, attribute = name.rsplit(".", 1)
-            owner = importlib.import_module(module_name)
-            originals.append((owner, attribute, getattr(owner, attribute)))
-            setattr(owner, attribute, stub(name))
-        yield
+        yield watch
     finally:
-        for owner, attribute, original in reversed(originals):
-            setattr(owner, attribute, original)
+        sys.setprofile(previous)

@@ -1,15 +1,8 @@
-"""Interactive widgets for the notebooks; ipywidgets and matplotlib load only when one is built.
-
-Introduced in ``00_start_here.ipynb``. Widgets here show their result in ``HTML`` and
-``Image`` children rather than an ``Output`` widget: no display messages are sent, so the
-recorded notebook and a test run of it print exactly the same thing.
-"""
+"""The tangent explorer (``00_start_here.ipynb``): autograd's slope as a tangent line."""
 
 from __future__ import annotations
 
 import html
-import io
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -18,24 +11,9 @@ from torch import Tensor
 
 from autograd_helpers._checking.validate import check_callable, check_option, check_str
 from autograd_helpers.plot import plot_curves
+from autograd_helpers.widgets._render import DPI, WIDTH_PX, check_range, png
 
 __all__ = ["tangent_explorer"]
-
-_DPI = 80
-_WIDTH_PX = 480
-
-
-def _check_range(caller: str, x_range: object) -> tuple[float, float]:
-    if (
-        not isinstance(x_range, tuple)
-        or len(x_range) != 2
-        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in x_range)
-    ):
-        raise TypeError(f"{caller}(): x_range must be a (low, high) tuple, got {x_range!r}")
-    low, high = float(x_range[0]), float(x_range[1])
-    if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise ValueError(f"{caller}(): x_range must be finite with low < high, got {x_range}")
-    return low, high
 
 
 def _value_and_slope(fn: Callable[[Tensor], Tensor], x: float) -> tuple[float, float]:
@@ -62,15 +40,13 @@ def _curve(fn: Callable[[Tensor], Tensor], low: float, high: float) -> tuple[Ten
 def _plot_png(xs: Tensor, ys: Tensor, x: float, y0: float, slope: float) -> bytes:
     tangent = y0 + slope * (xs - x)
     figure = plot_curves(xs, {"f(x)": ys, "tangent, slope f'(x)": tangent})
-    figure.set_size_inches(_WIDTH_PX / _DPI, 3.0)
+    figure.set_size_inches(WIDTH_PX / DPI, 3.0)
     (axes,) = figure.axes
     axes.get_lines()[1].set_linestyle("--")
     axes.plot([x], [y0], "o", color="black")
     axes.set_ylim(float(ys.min()) - 1, float(ys.max()) + 1)
     axes.legend(loc="upper left")
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=_DPI)
-    return buffer.getvalue()
+    return png(figure)
 
 
 def tangent_explorer(
@@ -104,7 +80,7 @@ def tangent_explorer(
     """
     me = "tangent_explorer"
     check_callable(me, "fn", fn)
-    low, high = _check_range(me, x_range)
+    low, high = check_range(me, x_range)
     check_option(me, "value", value, f"a number in {x_range}", lambda v: low <= v <= high)
     check_option(me, "step", step, f"in (0, {high - low})", lambda v: 0 < v < high - low)
     check_str(me, "label", label)
@@ -123,7 +99,7 @@ def tangent_explorer(
         readout_format=".2f",
     )
     readout = widgets.HTML()
-    image = widgets.Image(format="png", width=_WIDTH_PX)  # its own pixel size: not stretched
+    image = widgets.Image(format="png", width=WIDTH_PX)  # its own pixel size: not stretched
 
     curve: list[tuple[Tensor, Tensor]] = []  # f over the range: computed once, on first use
 

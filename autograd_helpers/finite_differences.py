@@ -1,0 +1,289 @@
+r"""Finite differences: derivatives from function values alone, the idea behind gradcheck.
+
+Introduced in ``03_gradcheck.ipynb``. Nudge one input element by :math:`\pm\varepsilon` and
+watch the output move:
+
+.. math:: \frac{\partial f}{\partial x_j} \approx
+          \frac{f(x + \varepsilon e_j) - f(x - \varepsilon e_j)}{2\varepsilon}.
+
+This *central* difference is off by :math:`O(\varepsilon^2)` (truncation error: the Taylor
+terms it ignores); the one-sided :math:`(f(x + \varepsilon e_j) - f(x)) / \varepsilon` by
+:math:`O(\varepsilon)`. But the two values subtracted agree in most of their digits, and each
+carries a rounding error of about machine epsilon times :math:`|f|`, which the division by
+:math:`\varepsilon` blows up: rounding error grows like :math:`1/\varepsilon`. Too large an
+:math:`\varepsilon` and truncation dominates, too small and rounding does: the V of
+:func:`plot_eps_sweep`.
+
+:func:`central_difference` is the formula here, in one place: the course's exercise checker
+estimates gradients with it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from autograd_helpers._checking.validate import check_callable, check_option
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "DerivativeComparison",
+    "central_difference",
+    "compare_derivatives",
+    "eps_sweep",
+    "plot_eps_sweep",
+]
+
+
+def _outputs(value: object, caller: str) -> tuple[Tensor, ...]:
+    outputs = value if isinstance(value, tuple) else (value,)
+    if not outputs or not all(isinstance(o, Tensor) for o in outputs):
+        raise TypeError(
+            f"{caller}(): f must return a tensor or a tuple of tensors, got {type(value).__name__}"
+        )
+    return outputs
+
+
+def _central_columns(
+    f: Callable[..., object], args: Sequence[object], positions: Sequence[int], eps: float
+) -> Iterator[tuple[int, int, tuple[Tensor, ...]]]:
+    """For each element ``j`` of each input ``args[p]`` (``p`` in ``positions``): ``(p, j,
+    columns)``, where ``columns[k]`` is output ``k``'s central difference along that element.
+
+    The arithmetic stays in the inputs' and outputs' own dtype (in float32, the rounding
+    error is float32's). ``f`` runs under ``torch.no_grad`` on copies: ``args`` is unchanged.
+    """
+    with torch.no_grad():
+        base = [
+            x.detach().clone(memory_format=torch.contiguous_format) if isinstance(x, Tensor) else x
+            for x in args
+        ]
+        for p in positions:
+            x = base[p]
+            assert isinstance(x, Tensor)
+            flat = x.view(-1)  # contiguous: writing into the view moves x
+            for j in range(flat.numel()):
+                original = flat[j].clone()
+                flat[j] = original + eps
+                plus = _outputs(f(*base), "central_difference")
+                flat[j] = original - eps
+                minus = _outputs(f(*base), "central_difference")
+                flat[j] = original
+                yield p, j, tuple((a - b) / (2 * eps) for a, b in zip(plus, minus, strict=True))
+
+
+def central_difference(
+    f: Callable[..., Any], inputs: Tensor | tuple[Tensor, ...], eps: float = 1e-6
+) -> Any:
+    r"""The Jacobian of ``f`` at ``inputs`` by central differences, with no autograd at all.
+
+    The result is shaped like :func:`torch.autograd.functional.jacobian`'s: for one input
+    and one output, a tensor of shape ``output.shape + input.shape``; for a tuple of inputs,
+    one Jacobian per input; for a tuple of outputs, one entry (as before) per output.
+
+    Args:
+        f: a function of ``inputs`` (called as ``f(*inputs)`` for a tuple) returning a
+            tensor or a tuple of tensors.
+        inputs: a floating-point tensor, or a tuple of them.
+        eps: the step, positive. In float64, ``1e-6`` gives about nine correct digits.
+
+    Example::
+
+        >>> x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+        >>> central_difference(lambda t: t**2, x).round(decimals=6)  # diag(2x)
+        tensor([[2., 0.],
+                [0., 4.]], dtype=torch.float64)
+    """
+    me = "central_difference"
+    check_callable(me, "f", f)
+    check_option(me, "eps", eps, "a positive number", lambda v: v > 0)
+    several = isinstance(inputs, tuple)
+    args = inputs if isinstance(inputs, tuple) else (inputs,)
+    if not args:
+        raise ValueError(f"{me}(): inputs must hold at least one tensor")
+    for i, x in enumerate(args):
+        if not isinstance(x, Tensor) or not x.is_floating_point():
+            kind = x.dtype if isinstance(x, Tensor) else type(x).__name__
+            raise TypeError(f"{me}(): inputs[{i}] must be a floating-point tensor, got {kind}")
+    with torch.no_grad():
+        value = f(*args)
+    outputs = _outputs(value, me)
+    jacobians = [
+        [out.new_zeros(out.numel(), x.numel()) for x in args]  # a column per input element
+        for out in outputs
+    ]
+    for p, j, columns in _central_columns(f, args, range(len(args)), float(eps)):
+        for k, column in enumerate(columns):
+            jacobians[k][p][:, j] = column.reshape(-1)
+    shaped = [
+        tuple(jac.reshape(*out.shape, *x.shape) for jac, x in zip(row, args, strict=True))
+        for row, out in zip(jacobians, outputs, strict=True)
+    ]
+    per_output = [row if several else row[0] for row in shaped]
+    return tuple(per_output) if isinstance(value, tuple) else per_output[0]
+
+
+def eps_sweep(
+    f: Callable[[Tensor], Tensor],
+    x: Tensor,
+    eps_values: Sequence[float],
+    dtypes: Sequence[torch.dtype] = (torch.float32, torch.float64),
+) -> list[dict[str, Any]]:
+    """How far central differences land from autograd's Jacobian, for each dtype and eps.
+
+    For each dtype, ``x`` is converted to it, the analytical Jacobian is taken with autograd
+    (as gradcheck does, in that dtype) and the numerical one with :func:`central_difference`
+    at each step in ``eps_values``.
+
+    Args:
+        f: a differentiable function of one tensor, returning one tensor.
+        x: the point, a floating-point tensor.
+        eps_values: positive steps, in any order.
+        dtypes: floating-point dtypes to compare.
+
+    Returns:
+        A list of plain records, ``{"dtype": torch.float32, "eps": 1e-3, "error": 2.1e-6}``,
+        where ``error`` is the largest absolute difference between the two Jacobians.
+
+    Example::
+
+        >>> records = eps_sweep(torch.sin, torch.ones(3), [1e-2, 1e-5], dtypes=(torch.float64,))
+        >>> [f"{r['error']:.0e}" for r in records]  # the error shrinks with eps, here
+        ['9e-06', '1e-11']
+    """
+    me = "eps_sweep"
+    check_callable(me, "f", f)
+    if not isinstance(x, Tensor) or not x.is_floating_point():
+        raise TypeError(f"{me}(): x must be a floating-point tensor, got {type(x).__name__}")
+    steps = list(eps_values) if isinstance(eps_values, Sequence) else None
+    if not steps:
+        raise ValueError(f"{me}(): eps_values must be a non-empty sequence of positive numbers")
+    for eps in steps:
+        check_option(me, "eps_values", eps, "positive numbers", lambda v: v > 0)
+    if not dtypes or not all(isinstance(d, torch.dtype) and d.is_floating_point for d in dtypes):
+        raise ValueError(f"{me}(): dtypes must be floating-point torch dtypes, got {dtypes!r}")
+    records = []
+    for dtype in dtypes:
+        point = x.detach().to(dtype)
+        analytical = torch.autograd.functional.jacobian(f, point)
+        for eps in steps:
+            numerical = central_difference(f, point, eps)
+            error = float((numerical - analytical).abs().max()) if numerical.numel() else 0.0
+            records.append({"dtype": dtype, "eps": float(eps), "error": error})
+    return records
+
+
+def plot_eps_sweep(records: Sequence[dict[str, Any]], *, title: str = "") -> Figure:
+    """The error against eps on log-log axes, one curve per dtype, each minimum marked.
+
+    Args:
+        records: what :func:`eps_sweep` returns.
+        title: text above the plot.
+
+    Example::
+
+        >>> records = eps_sweep(torch.sin, torch.ones(2), [1e-1, 1e-3, 1e-5])
+        >>> plot_eps_sweep(records)
+        <Figure size 640x320 with 1 Axes>
+    """
+    from autograd_helpers.plot import _new_figure
+
+    me = "plot_eps_sweep"
+    if not isinstance(title, str):
+        raise TypeError(f"{me}(): title must be a str, got {type(title).__name__}")
+    if not isinstance(records, Sequence) or not records:
+        raise ValueError(f"{me}(): records must be a non-empty list, as eps_sweep returns")
+    by_dtype: dict[torch.dtype, list[tuple[float, float]]] = {}
+    for record in records:
+        if not isinstance(record, dict) or not {"dtype", "eps", "error"} <= set(record):
+            raise ValueError(f"{me}(): each record needs the keys dtype, eps, error: {record!r}")
+        by_dtype.setdefault(record["dtype"], []).append((record["eps"], record["error"]))
+    figure = _new_figure(6.4, 3.2)
+    axes = figure.add_subplot()
+    for dtype, points in by_dtype.items():
+        points.sort()
+        eps, error = zip(*points, strict=True)
+        tiny = 1e-300  # an exact result (error 0) would vanish from a log axis
+        line = axes.plot(eps, [max(e, tiny) for e in error], marker=".", label=str(dtype))[0]
+        best_eps, best_error = min(points, key=lambda p: p[1])
+        axes.plot(
+            [best_eps], [max(best_error, tiny)], marker="o", markersize=10, color=line.get_color()
+        )
+        axes.annotate(
+            f"best eps {best_eps:.0e}",
+            (best_eps, max(best_error, tiny)),
+            textcoords="offset points",
+            xytext=(0, -16),
+            ha="center",
+            color=line.get_color(),
+        )
+    axes.set(xscale="log", yscale="log", xlabel="eps", ylabel="largest |numerical − autograd|")
+    axes.set(title=title)
+    axes.grid(alpha=0.3)
+    axes.legend()
+    return figure
+
+
+@dataclass(frozen=True)
+class DerivativeComparison:
+    """Autograd's derivative and the central difference of an elementwise function.
+
+    Attributes:
+        xs: the points, in the dtype compared.
+        numerical, analytical: the two derivatives at each point.
+        error: the largest ``|numerical - analytical|``.
+        worst_x: where it is largest.
+        passes: whether every point passes gradcheck's test with its default tolerances,
+            ``|analytical - numerical| <= 1e-5 + 1e-3 * |numerical|``.
+    """
+
+    xs: Tensor
+    numerical: Tensor
+    analytical: Tensor
+    error: float
+    worst_x: float
+    passes: bool
+
+
+def compare_derivatives(
+    f: Callable[[Tensor], Tensor], xs: Tensor, *, dtype: torch.dtype, eps: float
+) -> DerivativeComparison:
+    """Both derivatives of an elementwise ``f`` at every point of ``xs``, in ``dtype``.
+
+    ``f`` must act elementwise (``torch.sigmoid``, ``x**3``): then one evaluation at
+    ``xs + eps`` and one at ``xs - eps`` give every point's central difference at once,
+    which is what lets the gradcheck explorer answer a slider within milliseconds.
+
+    Example::
+
+        >>> xs = torch.linspace(-2, 2, 5)
+        >>> compare_derivatives(torch.sin, xs, dtype=torch.float64, eps=1e-6).passes
+        True
+    """
+    me = "compare_derivatives"
+    check_callable(me, "f", f)
+    if not isinstance(xs, Tensor) or xs.dim() != 1 or not xs.is_floating_point():
+        raise TypeError(f"{me}(): xs must be a 1-D floating-point tensor")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"{me}(): dtype must be a floating-point torch dtype, got {dtype!r}")
+    check_option(me, "eps", eps, "a positive number", lambda v: v > 0)
+    points = xs.detach().to(dtype).requires_grad_()
+    values = f(points)
+    if not isinstance(values, Tensor) or values.shape != points.shape:
+        raise ValueError(f"{me}(): f must be elementwise: one output per point of xs")
+    (analytical,) = torch.autograd.grad(values.sum(), points)
+    with torch.no_grad():
+        here = points.detach()
+        numerical = (f(here + eps) - f(here - eps)) / (2 * eps)
+    error = (numerical - analytical).abs()
+    worst = int(error.nan_to_num(nan=float("inf")).argmax())
+    passes = bool((error <= 1e-5 + 1e-3 * numerical.abs()).all())
+    return DerivativeComparison(
+        here, numerical, analytical, float(error.max()), float(here[worst]), passes
+    )

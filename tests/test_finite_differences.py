@@ -1,0 +1,144 @@
+"""autograd_helpers.finite_differences: central differences against known derivatives."""
+
+from __future__ import annotations
+
+import matplotlib
+import pytest
+import torch
+
+from autograd_helpers.finite_differences import (
+    central_difference,
+    compare_derivatives,
+    eps_sweep,
+    plot_eps_sweep,
+)
+
+matplotlib.use("Agg")
+DOUBLE = torch.float64
+
+
+def _x(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=DOUBLE)
+
+
+def test_one_input_one_output_is_shaped_like_jacobian():
+    x = _x(2, 3)
+    got = central_difference(torch.sin, x)
+    assert got.shape == (2, 3, 2, 3)
+    expected = torch.diag(x.cos().reshape(-1)).reshape(2, 3, 2, 3)  # d sin = cos, diagonal
+    torch.testing.assert_close(got, expected, atol=1e-8, rtol=1e-7)
+
+
+def test_several_inputs_give_one_jacobian_each():
+    a, b = _x(3), _x(3, seed=1)
+    da, db = central_difference(lambda u, v: u * v + u**2, (a, b))
+    torch.testing.assert_close(da, torch.diag(b + 2 * a), atol=1e-8, rtol=1e-7)
+    torch.testing.assert_close(db, torch.diag(a), atol=1e-8, rtol=1e-7)
+
+
+def test_several_outputs_nest_like_torch():
+    a, b = _x(2), _x(3, seed=1)
+
+    def f(u, v):
+        return u.sum() * v, (u * u).sum()
+
+    got = central_difference(f, (a, b))
+    expected = torch.autograd.functional.jacobian(f, (a, b))
+    for got_row, want_row in zip(got, expected, strict=True):
+        for g, w in zip(got_row, want_row, strict=True):
+            torch.testing.assert_close(g, w, atol=1e-8, rtol=1e-6)
+
+
+def test_the_inputs_are_left_unchanged_and_no_graph_is_recorded():
+    x = _x(4).requires_grad_()
+    before = x.detach().clone()
+    central_difference(torch.exp, x)
+    assert torch.equal(x.detach(), before) and x.grad is None
+
+
+def test_float32_arithmetic_stays_float32():
+    x = _x(3).float()
+    assert central_difference(torch.exp, x, 1e-3).dtype == torch.float32
+
+
+def _sweep():
+    eps = [10.0**-k for k in range(1, 14)]
+    return eps_sweep(torch.sigmoid, _x(5), eps)
+
+
+def _best(records, dtype):
+    return min((r for r in records if r["dtype"] is dtype), key=lambda r: r["error"])
+
+
+def test_eps_sweep_records_every_dtype_and_eps_as_plain_dicts():
+    records = _sweep()
+    assert len(records) == 2 * 13
+    assert all(set(r) == {"dtype", "eps", "error"} for r in records)
+    assert {r["dtype"] for r in records} == {torch.float32, torch.float64}
+
+
+def test_float32s_best_eps_is_larger_than_float64s_and_both_near_the_cube_root_rule():
+    records = _sweep()
+    best32, best64 = _best(records, torch.float32), _best(records, torch.float64)
+    assert best32["eps"] > best64["eps"]
+    for best, dtype in ((best32, torch.float32), (best64, torch.float64)):
+        rule = torch.finfo(dtype).eps ** (1 / 3)  # the optimum of a central difference
+        assert rule / 100 <= best["eps"] <= rule * 100, (dtype, best)
+
+
+def test_both_errors_rise_again_below_their_best_eps():
+    records = _sweep()
+    for dtype in (torch.float32, torch.float64):
+        best = _best(records, dtype)
+        tiniest = min((r for r in records if r["dtype"] is dtype), key=lambda r: r["eps"])
+        assert tiniest["error"] > 100 * best["error"], dtype
+
+
+def test_truncation_error_falls_like_eps_squared_in_float64():
+    records = eps_sweep(torch.sin, _x(3), [1e-1, 1e-2], dtypes=(DOUBLE,))
+    ratio = records[0]["error"] / records[1]["error"]
+    assert 80 < ratio < 120  # ten times smaller eps, about a hundred times smaller error
+
+
+def test_plot_marks_each_minimum():
+    figure = plot_eps_sweep(_sweep(), title="sweep")
+    (axes,) = figure.axes
+    assert axes.get_xscale() == axes.get_yscale() == "log"
+    assert len(axes.get_lines()) == 4  # a curve and a marked minimum per dtype
+    assert [t.get_text() for t in axes.texts] == ["best eps 1e-02", "best eps 1e-05"]
+
+
+def test_compare_derivatives_on_a_correct_and_a_broken_function():
+    xs = torch.linspace(-3, 3, 30)  # an even count: 0 is not on the grid
+    assert compare_derivatives(torch.tanh, xs, dtype=DOUBLE, eps=1e-6).passes
+    assert compare_derivatives(torch.relu, xs, dtype=DOUBLE, eps=1e-6).passes  # kink unprobed
+    kink = compare_derivatives(torch.relu, torch.tensor([0.0, 1.0]), dtype=DOUBLE, eps=1e-6)
+    assert not kink.passes and kink.worst_x == 0.0 and kink.error == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "phrase"),
+    [
+        (lambda: central_difference(torch.sin, torch.arange(3)), TypeError, r"inputs\[0\]"),
+        (lambda: central_difference(torch.sin, _x(2), eps=0), ValueError, "eps"),
+        (lambda: central_difference(lambda t: [t], _x(2)), TypeError, "f must return"),
+        (lambda: central_difference(torch.sin, ()), ValueError, "at least one"),
+        (lambda: eps_sweep(torch.sin, _x(2), []), ValueError, "eps_values"),
+        (lambda: eps_sweep(torch.sin, _x(2), [1e-3], dtypes=(torch.int64,)), ValueError, "dtypes"),
+        (lambda: plot_eps_sweep([]), ValueError, "records"),
+        (lambda: plot_eps_sweep([{"eps": 1}]), ValueError, "keys dtype, eps, error"),
+        (
+            lambda: compare_derivatives(torch.sin, _x(2, 2), dtype=DOUBLE, eps=1e-3),
+            TypeError,
+            "1-D",
+        ),
+        (
+            lambda: compare_derivatives(torch.sum, _x(3), dtype=DOUBLE, eps=1e-3),
+            ValueError,
+            "elementwise",
+        ),
+    ],
+)
+def test_bad_arguments_are_named(call, error, phrase):
+    with pytest.raises(error, match=phrase):
+        call()
