@@ -6,220 +6,41 @@ become a :class:`CheckResult` that says what to fix. It does raise (``TypeError`
 ``ValueError``) when the *notebook* sets the check up wrong: bad options, or a reference
 that fails on its own inputs. Then the message says that the check is at fault.
 
-This module is the checkers' public face: :func:`check_function` and :func:`check_tensor` for
-any exercise, each chapter's own (chapter 02: :func:`check_jacobian_loop`,
-:func:`check_hvp`, :func:`check_jacobian_shapes`), and :func:`explain_gradcheck`, gradcheck
-told in words (chapter 03). Their machinery lives in the private
-``autograd_helpers._checking`` package.
+This module is the checkers' public face:
+
+- for any exercise: :func:`check_function` (a Function's forward, backward and gradients)
+  and :func:`check_tensor` (a computed value);
+- chapter 02: :func:`check_jacobian_loop`, :func:`check_hvp`, :func:`check_jacobian_shapes`;
+- chapter 03: :func:`explain_gradcheck` (gradcheck told in words),
+  :func:`check_gradcheck_settings`, :func:`check_double_backward`.
+
+Their machinery lives in the private ``autograd_helpers._checking`` package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
-
-import torch
-from torch import Tensor
-
-from autograd_helpers._checking.feedback import CheckResult, failed, not_implemented
+from autograd_helpers._checking.feedback import CheckResult
+from autograd_helpers._checking.function_check import check_function, check_tensor
+from autograd_helpers._checking.gradcheck_exercises import (
+    check_double_backward,
+    check_gradcheck_settings,
+)
 from autograd_helpers._checking.gradcheck_explained import GradcheckReport, explain_gradcheck
 from autograd_helpers._checking.jacobian_exercises import (
     check_hvp,
     check_jacobian_loop,
     check_jacobian_shapes,
 )
-from autograd_helpers._checking.numeric import worst_mismatch
-from autograd_helpers._checking.steps import run_check
-from autograd_helpers._checking.submission import STUB_HINT
-from autograd_helpers._checking.trial import Options
-from autograd_helpers._checking.validate import check_bool, check_option
 
 __all__ = [
     "CheckResult",
     "GradcheckReport",
+    "check_double_backward",
     "check_function",
+    "check_gradcheck_settings",
     "check_hvp",
     "check_jacobian_loop",
     "check_jacobian_shapes",
     "check_tensor",
     "explain_gradcheck",
 ]
-
-
-def _name_of(fn: object) -> str:
-    name = getattr(fn, "__name__", None)
-    return name if isinstance(name, str) else type(fn).__name__
-
-
-def _checked_wrt(inputs: tuple[object, ...], wrt: Sequence[int] | None) -> tuple[int, ...]:
-    me = "check_function"
-    if not inputs:
-        raise ValueError(f"{me}(): give at least one example input")
-    for i, x in enumerate(inputs):
-        if isinstance(x, Tensor) and x.is_complex():
-            raise ValueError(f"{me}(): input {i} is complex; only real inputs are checked")
-        if isinstance(x, Tensor) and x.is_meta:
-            raise ValueError(f"{me}(): input {i} is a meta tensor, which has no values to check")
-    floating = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.is_floating_point()]
-    if wrt is None:
-        if not floating:
-            raise ValueError(f"{me}(): no floating-point tensor among the inputs")
-        chosen = floating
-    else:
-        if isinstance(wrt, str | bytes) or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in wrt
-        ):
-            raise TypeError(f"{me}(): wrt must be a sequence of input indices, got {wrt!r}")
-        bad = [i for i in wrt if i not in floating]
-        if bad:
-            raise ValueError(f"{me}(): wrt {bad} are not floating-point tensor inputs")
-        chosen = list(wrt)
-    for i in chosen:
-        x = inputs[i]
-        if isinstance(x, Tensor) and x.numel() == 0:
-            raise ValueError(
-                f"{me}(): input {i} has no elements, so no gradient would be compared; "
-                "give an example input with at least one element"
-            )
-    return tuple(chosen)
-
-
-def check_function(
-    fn: object,
-    *inputs: object,
-    reference: Callable[..., Any] | None = None,
-    grad_reference: Callable[..., Any] | None = None,
-    wrt: Sequence[int] | None = None,
-    atol: float = 1e-5,
-    rtol: float = 1e-3,
-    eps: float = 1e-6,
-    name: str | None = None,
-    allow_callable: bool = False,
-) -> CheckResult:
-    r"""Check a learner's ``torch.autograd.Function`` on example inputs.
-
-    Runs ``fn`` on ``inputs`` in float64, then checks, stopping at the first problem:
-
-    1. forward: it runs; it returns tensors (the reference's structure, shape, dtype), without
-       NaN/inf, without changing its inputs in place, and matching ``reference`` if given;
-    2. backward: it runs; it returns one gradient per input (``None`` for non-tensors), each a
-       tensor of its input's shape (or one autograd can sum down to it) and dtype, finite,
-       not ``None`` where one is needed;
-    3. the gradients, for a random ``grad_output``, match ``reference``'s autograd gradients
-       and central finite differences of ``fn`` itself (or, instead of both, the gradients of
-       ``grad_reference``: for Functions whose gradient is deliberately not the derivative,
-       such as a straight-through estimator).
-
-    The random ``grad_output`` comes from the checker's own generator: the notebook's random
-    state is neither used nor changed, and it never equals an input (so a backward that
-    uses ``x`` where ``grad_output`` belongs cannot pass by coincidence).
-
-    Args:
-        fn: a ``torch.autograd.Function`` subclass (called through ``.apply``); with
-            ``allow_callable``, any differentiable callable.
-        *inputs: example inputs. Floating-point tensors are copied to float64 leaves;
-            anything else is passed as is and must get a ``None`` gradient. Every tensor
-            to differentiate needs at least one element.
-        reference: callable with the expected forward (and, if differentiable, gradient).
-        grad_reference: callable whose gradients are expected instead (skips finite
-            differences).
-        wrt: indices of the inputs to differentiate (default: every floating-point tensor).
-        atol, rtol: tolerances, as in :func:`torch.allclose`, each in (0, 1).
-        eps: finite-difference step, from 1e-10 to 1e-2 (the inputs are float64).
-        name: how to call ``fn`` in the feedback (default: its ``__name__``).
-        allow_callable: accept a plain function too (default ``False``: an exercise that
-            asks for a Function is not answered by ``torch.tanh``).
-
-    Returns:
-        A :class:`CheckResult` (``.passed``, ``.message``).
-
-    Raises:
-        TypeError, ValueError: the check is set up wrong (bad options, or the reference
-            fails on the inputs): the notebook's mistake, not the learner's.
-
-    Example::
-
-        >>> class Cube(torch.autograd.Function):
-        ...     @staticmethod
-        ...     def forward(ctx, x):
-        ...         ctx.save_for_backward(x)
-        ...         return x**3
-        ...     @staticmethod
-        ...     def backward(ctx, grad_output):
-        ...         (x,) = ctx.saved_tensors
-        ...         return grad_output * 3 * x**2
-        >>> check_function(Cube, torch.randn(4), reference=lambda x: x**3).passed
-        True
-    """
-    me = "check_function"
-    if name is not None and not isinstance(name, str):
-        raise TypeError(f"{me}(): name must be a str, got {type(name).__name__}")
-    check_bool(me, "allow_callable", allow_callable)
-    for option, value in {"atol": atol, "rtol": rtol}.items():
-        check_option(me, option, value, "a number in (0, 1)", lambda v: 0 < v < 1)
-    check_option(me, "eps", eps, "a number from 1e-10 to 1e-2", lambda v: 1e-10 <= v <= 1e-2)
-    for option, given in {"reference": reference, "grad_reference": grad_reference}.items():
-        if given is not None and not callable(given):
-            raise TypeError(f"{me}(): {option} must be callable, got {type(given).__name__}")
-    if name is None:
-        name = "your answer" if fn is Ellipsis or fn is None else _name_of(fn)
-    options = Options(
-        label=name,
-        wrt=_checked_wrt(inputs, wrt),
-        reference=reference,
-        grad_reference=grad_reference,
-        atol=float(atol),
-        rtol=float(rtol),
-        eps=float(eps),
-    )
-    return run_check(fn, inputs, options, allow_callable=allow_callable)
-
-
-def check_tensor(
-    value: object,
-    expected: Tensor,
-    *,
-    name: str = "your answer",
-    atol: float = 1e-6,
-    rtol: float = 1e-4,
-) -> CheckResult:
-    """Check a tensor the learner computed (a gradient, a Jacobian...) against ``expected``.
-
-    Args:
-        value: the learner's value; ``...`` (the stub) means "not implemented yet".
-        expected: the right answer.
-        name: how to call the value in the feedback.
-        atol, rtol: tolerances, as in :func:`torch.allclose`.
-
-    Example::
-
-        >>> check_tensor(torch.ones(2), torch.ones(2), name="x.grad").passed
-        True
-    """
-    if not isinstance(expected, Tensor):
-        raise TypeError(
-            f"check_tensor(): expected must be a torch.Tensor, got {type(expected).__name__}"
-        )
-    if expected.is_meta:
-        raise ValueError("check_tensor(): expected is a meta tensor, which has no values")
-    if not isinstance(name, str):
-        raise TypeError(f"check_tensor(): name must be a str, got {type(name).__name__}")
-    for option, number in {"atol": atol, "rtol": rtol}.items():
-        check_option("check_tensor", option, number, "a non-negative number", lambda v: v >= 0)
-    if value is Ellipsis:
-        return not_implemented(name, STUB_HINT)
-    if isinstance(value, int | float) and not isinstance(value, bool) and expected.dim() == 0:
-        value = torch.tensor(value, dtype=expected.dtype)
-    if not isinstance(value, Tensor):
-        return failed(name, f"expected a tensor, got {type(value).__name__}.")
-    if value.is_meta:
-        return failed(name, "it is a meta tensor, which holds no values.")
-    if value.shape != expected.shape:
-        return failed(name, f"shape {tuple(value.shape)}, expected {tuple(expected.shape)}.")
-    if value.dtype != expected.dtype:
-        return failed(name, f"dtype {value.dtype}, expected {expected.dtype}.")
-    mismatch = worst_mismatch(value, expected, atol=atol, rtol=rtol)
-    if mismatch is not None:
-        return failed(name, "the values are off.", mismatch.describe("", "yours", "expected"))
-    size = "a scalar" if expected.dim() == 0 else f"shape {tuple(expected.shape)}"
-    return CheckResult("passed", f"{name} passed: {size}, every value matches.")

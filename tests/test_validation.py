@@ -82,6 +82,16 @@ BAD_CALLS = {
     ),
     "explain_gradcheck": (lambda: ah.checks.explain_gradcheck(torch.sin, X), ValueError, "input"),
     "gradcheck_explorer": (lambda: ah.widgets.gradcheck_explorer("cos"), ValueError, "function"),
+    "check_gradcheck_settings": (
+        lambda: ah.checks.check_gradcheck_settings(torch.float64, 1e-6, fn=3, x=X),
+        TypeError,
+        "fn",
+    ),
+    "check_double_backward": (
+        lambda: ah.checks.check_double_backward(ah.functions.Exp, X, X),
+        ValueError,
+        "input",
+    ),
     "check_jacobian_shapes": (
         lambda: ah.checks.check_jacobian_shapes([], {}),
         ValueError,

@@ -193,12 +193,15 @@ def _report(
         if dtype != torch.float64
     ]
     worst: list[tuple[float, str]] = []
+    failing: list[int] = []  # the inputs whose block of the Jacobian has bad entries
     bad_count = 0
     for k, (num, ana) in enumerate(zip(numerical, analytical, strict=True)):
         error = (ana - num).abs()
         allowed = atol + rtol * num.abs()
         bad = ~(error <= allowed)
         bad_count += int(bad.sum())
+        if bool(bad.any()):
+            failing.append(k)
         badness = torch.where(bad, (error / allowed).nan_to_num(nan=float("inf")), -1.0)
         for flat in badness.reshape(-1).argsort(descending=True)[:WORST_SHOWN].tolist():
             if badness.reshape(-1)[flat] < 0:
@@ -235,8 +238,10 @@ def _report(
         "The worst entries (a row per output element, a column per input element):",
         *(f"  {text}" for _, text in worst[:WORST_SHOWN]),
     ]
-    hints = [value_hint(a, n, None) for n, a in zip(numerical, analytical, strict=True)]
-    details += [hint for hint in hints if hint]
+    for k in failing:
+        hint = value_hint(analytical[k], numerical[k], None)
+        if hint:
+            details.append(f"Hint for `{names[k]}`: {hint.removeprefix('Hint: ')}")
     result = failed(
         label,
         f"gradcheck fails: {bad_count} of {entries} Jacobian entries differ by more than "
