@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DerivativeComparison",
+    "central_columns",
     "central_difference",
     "compare_derivatives",
     "eps_sweep",
@@ -50,7 +51,7 @@ def _outputs(value: object, caller: str) -> tuple[Tensor, ...]:
     return outputs
 
 
-def _central_columns(
+def central_columns(
     f: Callable[..., object], args: Sequence[object], positions: Sequence[int], eps: float
 ) -> Iterator[tuple[int, int, tuple[Tensor, ...]]]:
     """For each element ``j`` of each input ``args[p]`` (``p`` in ``positions``): ``(p, j,
@@ -58,7 +59,31 @@ def _central_columns(
 
     The arithmetic stays in the inputs' and outputs' own dtype (in float32, the rounding
     error is float32's). ``f`` runs under ``torch.no_grad`` on copies: ``args`` is unchanged.
+
+    Example::
+
+        >>> x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+        >>> for p, j, (column,) in central_columns(lambda t: t**2, [x], [0], 1e-6):
+        ...     print(p, j, column.round(decimals=6).tolist())
+        0 0 [2.0, 0.0]
+        0 1 [0.0, 4.0]
     """
+    me = "central_columns"
+    check_callable(me, "f", f)
+    check_option(me, "eps", eps, "a positive number", lambda v: v > 0)
+    for p in positions:
+        if not (isinstance(p, int) and 0 <= p < len(args)):
+            raise ValueError(f"{me}(): positions must index args, got {p!r}")
+        x = args[p]
+        if not isinstance(x, Tensor) or not x.is_floating_point():
+            kind = x.dtype if isinstance(x, Tensor) else type(x).__name__
+            raise TypeError(f"{me}(): args[{p}] must be a floating-point tensor, got {kind}")
+    return _columns(f, args, positions, eps)
+
+
+def _columns(
+    f: Callable[..., object], args: Sequence[object], positions: Sequence[int], eps: float
+) -> Iterator[tuple[int, int, tuple[Tensor, ...]]]:
     with torch.no_grad():
         base = [
             x.detach().clone(memory_format=torch.contiguous_format) if isinstance(x, Tensor) else x
@@ -118,7 +143,7 @@ def central_difference(
         [out.new_zeros(out.numel(), x.numel()) for x in args]  # a column per input element
         for out in outputs
     ]
-    for p, j, columns in _central_columns(f, args, range(len(args)), float(eps)):
+    for p, j, columns in central_columns(f, args, list(range(len(args))), float(eps)):
         for k, column in enumerate(columns):
             jacobians[k][p][:, j] = column.reshape(-1)
     shaped = [
@@ -219,8 +244,9 @@ def plot_eps_sweep(records: Sequence[dict[str, Any]], *, title: str = "") -> Fig
             f"best eps {best_eps:.0e}",
             (best_eps, max(best_error, tiny)),
             textcoords="offset points",
-            xytext=(0, -16),
+            xytext=(0, 9),
             ha="center",
+            va="bottom",
             color=line.get_color(),
         )
     axes.set(xscale="log", yscale="log", xlabel="eps", ylabel="largest |numerical − autograd|")

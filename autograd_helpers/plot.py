@@ -104,7 +104,7 @@ def plot_curves(
 
 
 def plot_heatmaps(
-    matrices: Mapping[str, Tensor], *, title: str = "", centred: bool = True
+    matrices: Mapping[str, Tensor], *, title: str = "", centred: bool = True, shared: bool = False
 ) -> Figure:
     """Draw each matrix as a heatmap, side by side, each with its own colour bar.
 
@@ -116,6 +116,8 @@ def plot_heatmaps(
         title: text above the figure.
         centred: colour scales centred on zero (blue negative, red positive), which suits
             derivatives and differences; ``False`` spans each matrix's own range.
+        shared: one colour scale for every panel, so that equal colours mean equal values
+            across them (for matrices meant to be compared).
 
     Example::
 
@@ -123,11 +125,12 @@ def plot_heatmaps(
         <Figure size 640x280 with 4 Axes>
     """
     _check_texts("plot_heatmaps", title=title)
-    if not isinstance(centred, bool):
-        raise TypeError(f"plot_heatmaps(): centred must be a bool, got {type(centred).__name__}")
+    for flag, given in {"centred": centred, "shared": shared}.items():
+        if not isinstance(given, bool):
+            raise TypeError(f"plot_heatmaps(): {flag} must be a bool, got {type(given).__name__}")
     if not isinstance(matrices, Mapping) or not matrices:
         raise ValueError("plot_heatmaps(): matrices must be a non-empty mapping of label -> tensor")
-    grids = {}
+    grids: dict[str, Tensor] = {}
     for label, value in matrices.items():
         name = f"matrices[{label!r}]"
         if not isinstance(value, Tensor):
@@ -138,16 +141,29 @@ def plot_heatmaps(
                 f"{value.dtype} of shape {tuple(value.shape)} on {value.device}"
             )
         grids[str(label)] = value.detach().to(torch.float64).cpu().reshape(-1, value.shape[-1])
+    from matplotlib.ticker import MaxNLocator
+
+    def bound(values: Tensor) -> float:
+        finite = values[values.isfinite()]
+        return float(finite.abs().max()) if finite.numel() and bool(finite.abs().max() > 0) else 1.0
+
+    common = max(bound(grid) for grid in grids.values())
     figure = _new_figure(3.2 * len(grids), 2.8)
     for k, (label, grid) in enumerate(grids.items()):
         axes = figure.add_subplot(1, len(grids), k + 1)
-        finite = grid[grid.isfinite()]
-        bound = float(finite.abs().max()) if finite.numel() else 1.0
-        limits = (-bound, bound) if centred else (None, None)
+        limits: tuple[float | None, float | None]
+        if shared:
+            limits = (-common, common)
+        elif centred:
+            limits = (-bound(grid), bound(grid))
+        else:
+            limits = (None, None)
         image = axes.imshow(
             grid.numpy(), cmap="RdBu_r" if centred else "viridis", vmin=limits[0], vmax=limits[1]
         )
         axes.set(title=label, xlabel="column", ylabel="row")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
         figure.colorbar(image, ax=axes, shrink=0.8)
     if title:
         figure.suptitle(title)

@@ -73,6 +73,11 @@ BAD_CALLS = {
         ValueError,
         "eps",
     ),
+    "central_columns": (
+        lambda: ah.finite_differences.central_columns(torch.sin, [X], [1], 1e-6),
+        ValueError,
+        "positions",
+    ),
     "eps_sweep": (lambda: ah.finite_differences.eps_sweep(torch.sin, X, []), ValueError, "eps"),
     "plot_eps_sweep": (lambda: ah.finite_differences.plot_eps_sweep([]), ValueError, "records"),
     "compare_derivatives": (

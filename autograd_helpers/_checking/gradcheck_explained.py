@@ -23,7 +23,7 @@ from autograd_helpers._checking.numeric import format_number, index_text
 from autograd_helpers._checking.runner import run_learner_code
 from autograd_helpers._checking.submission import forward_parameter_names
 from autograd_helpers._checking.validate import check_callable, check_option
-from autograd_helpers.finite_differences import _central_columns
+from autograd_helpers.finite_differences import central_columns
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -75,7 +75,8 @@ class GradcheckReport(CheckResult):
                 "analytical (backward)": analytical,
                 "analytical − numerical": analytical - numerical,
             },
-            title=f"Jacobian with respect to `{self.names[input]}`: a row per output element",
+            title=f"Jacobian with respect to {self.names[input]}: a row per output element",
+            shared=True,
         )
 
 
@@ -107,7 +108,7 @@ def _numerical(
 ) -> list[Tensor]:
     columns = [inputs[p].new_zeros(rows, inputs[p].numel()) for p in positions]
     slot = {p: k for k, p in enumerate(positions)}
-    for p, j, (column,) in _central_columns(fn, inputs, positions, eps):
+    for p, j, (column,) in central_columns(fn, inputs, positions, eps):
         columns[slot[p]][:, j] = column.reshape(-1)
     return columns
 

@@ -2,7 +2,7 @@
 
 Used by :mod:`autograd_helpers.checks`. :func:`finite_difference_vjp` estimates the gradient
 of :math:`L = \\langle v, f(x) \\rangle` (``v`` is the ``grad_output``) from the central
-differences of :func:`autograd_helpers.finite_differences._central_columns`, the one place the
+differences of :func:`autograd_helpers.finite_differences.central_columns`, the one place the
 formula lives; chapter 03 (gradcheck) explains it. In float64 with
 :math:`\\varepsilon = 10^{-6}` it is accurate to about :math:`10^{-9}` for smooth functions.
 """
@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from autograd_helpers._checking.validate import check_option
-from autograd_helpers.finite_differences import _central_columns
+from autograd_helpers.finite_differences import central_columns
 
 __all__ = [
     "Mismatch",
@@ -141,7 +141,7 @@ def finite_difference_vjp(
 
     estimates = [torch.zeros(x.numel(), dtype=torch.float64) for x in _tensors_at(inputs, wrt)]
     slot = {position: k for k, position in enumerate(wrt)}
-    for position, j, columns in _central_columns(function, inputs, wrt, eps):
+    for position, j, columns in central_columns(function, inputs, wrt, eps):
         estimates[slot[position]][j] = sum(
             float((column.double() * weight.double()).sum())
             for column, weight in zip(columns, grad_outputs, strict=True)
