@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from autograd_helpers.notebook import setup_notebook, show_source
 
 if TYPE_CHECKING:
+    from autograd_helpers import anomaly as anomaly
     from autograd_helpers import checks as checks
     from autograd_helpers import engine as engine
     from autograd_helpers import environment as environment
@@ -41,6 +42,7 @@ __version__ = "0.1.0"
 
 # The public submodules: every module of the package whose name has no leading underscore.
 SUBMODULES = (
+    "anomaly",
     "checks",
     "engine",
     "environment",

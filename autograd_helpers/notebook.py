@@ -33,7 +33,8 @@ def setup_notebook(seed: int = 0, *, precision: int = 4, threads: int = 1) -> No
     chunks round differently: with a fixed count, machines with different numbers of cores
     print the same digits (on one machine repeated runs agree anyway); and, inside IPython,
     shortens tracebacks to your own cell's line (``%xmode Context`` brings the full ones
-    back) and prints warnings without file paths.
+    back) and prints warnings without file paths (anomaly mode's forward traceback keeps
+    only the lines of your own code).
 
     Args:
         seed: the seed for every generator. Must be a non-negative ``int``.
@@ -67,6 +68,9 @@ def setup_notebook(seed: int = 0, *, precision: int = 4, threads: int = 1) -> No
     _use_short_tracebacks()
 
 
+_FORWARD_TRACE = "Traceback of forward call that caused the error:"
+
+
 def _format_warning_without_path(
     message: Warning | str,
     category: type[Warning],
@@ -74,7 +78,28 @@ def _format_warning_without_path(
     lineno: int,
     line: str | None = None,
 ) -> str:
-    return f"{category.__name__}: {message}\n"
+    text = str(message)
+    if _FORWARD_TRACE in text:
+        text = _shorten_forward_trace(text)
+    return f"{category.__name__}: {text}\n"
+
+
+def _shorten_forward_trace(text: str) -> str:
+    """Anomaly mode's forward traceback cut to the learner's own lines, without file paths.
+
+    The full stack runs through IPython and the kernel: dozens of frames, machine paths, and
+    nothing a learner wrote except the last few lines.
+    """
+    from autograd_helpers._checking.runner import is_learner_file
+    from autograd_helpers.anomaly._tracing import FRAME
+
+    head, _, trace = text.partition(_FORWARD_TRACE)
+    frames = [
+        f"  in {function}, line {number}: {code.strip()}"
+        for filename, number, function, code in FRAME.findall(trace)
+        if is_learner_file(filename)
+    ]
+    return head + _FORWARD_TRACE + "\n" + "\n".join(frames or ["  (no line of yours)"])
 
 
 def _use_short_tracebacks() -> None:

@@ -6,6 +6,7 @@ import random
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,3 +80,22 @@ def test_import_is_lazy_about_heavy_optional_modules():
 def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_thing"):
         _ = ah.no_such_thing
+
+
+def test_anomaly_modes_forward_traceback_is_cut_to_the_learners_lines(monkeypatch):
+    import IPython
+
+    from autograd_helpers.notebook import _format_warning_without_path
+
+    shell = Path(IPython.__file__).parent / "core" / "interactiveshell.py"  # library code
+    text = (
+        "Error detected in SqrtBackward0. Traceback of forward call that caused the error:\n"
+        f'  File "{shell}", line 3, in run_code\n    exec(code_obj)\n'
+        '  File "/tmp/ipykernel_42/123.py", line 4, in loss\n    d = torch.sqrt(x)\n'
+        " (Triggered internally at /build/torch/csrc/autograd/python_anomaly_mode.cpp:122.)"
+    )
+    shown = _format_warning_without_path(UserWarning(text), UserWarning, "f.py", 1)
+    assert shown == (
+        "UserWarning: Error detected in SqrtBackward0. Traceback of forward call that caused "
+        "the error:\n  in loss, line 4: d = torch.sqrt(x)\n"
+    )

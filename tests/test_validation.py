@@ -97,6 +97,12 @@ BAD_CALLS = {
         ValueError,
         "input",
     ),
+    "find_nan_origin": (lambda: ah.anomaly.find_nan_origin("loss", X), TypeError, "fn"),
+    "explain_inplace_error": (
+        lambda: ah.anomaly.explain_inplace_error(None, X),
+        TypeError,
+        "fn",
+    ),
     "check_jacobian_shapes": (
         lambda: ah.checks.check_jacobian_shapes([], {}),
         ValueError,
@@ -130,6 +136,8 @@ EXEMPT = {
     "JacobianStrategy": "a record type; STRATEGIES holds the instances",
     "DerivativeComparison": "a result type, built by compare_derivatives",
     "GradcheckReport": "a result type, built by explain_gradcheck",
+    "NanOrigin": "a result type, built by find_nan_origin",
+    "InplaceReport": "a result type, built by explain_inplace_error",
     "EXPLORER_FUNCTIONS": "a constant",
     "STRATEGIES": "a constant",
     "NestedBackwardError": "an exception type",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckResult",
     "Status",
+    "box_html",
+    "box_text",
     "failed",
     "from_learner_error",
     "not_implemented",
@@ -72,26 +75,35 @@ class CheckResult:
     @property
     def message(self) -> str:
         """The full feedback as plain text: an icon and the title, then indented details."""
-        lines = [f"{_ICON[self.status]} {self.title}"]
-        for detail in self.details:
-            lines += ["   " + line for line in detail.splitlines()]
-        return "\n".join(lines)
+        return box_text(_ICON[self.status], self.title, self.details)
 
     def __repr__(self) -> str:
         return self.message
 
     def _repr_html_(self) -> str:
-        colour = _COLOUR[self.status]
-        body = "".join(
-            f"<div style='margin-left:1.6em'>{_html_line(line)}</div>"
-            for detail in self.details
-            for line in detail.splitlines()
-        )
-        return (
-            f"<div style='border-left:4px solid {colour};padding:4px 10px;"
-            "white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace)'>"
-            f"<div><b>{_ICON[self.status]} {_html_line(self.title)}</b></div>{body}</div>"
-        )
+        return box_html(_ICON[self.status], _COLOUR[self.status], self.title, self.details)
+
+
+def box_text(icon: str, title: str, details: Sequence[str]) -> str:
+    """An icon and a title, then each detail's lines indented: a report as plain text."""
+    lines = [f"{icon} {title}"]
+    for detail in details:
+        lines += ["   " + line for line in detail.splitlines()]
+    return "\n".join(lines)
+
+
+def box_html(icon: str, colour: str, title: str, details: Sequence[str]) -> str:
+    """The same report as a box with a coloured left border, for Jupyter."""
+    body = "".join(
+        f"<div style='margin-left:1.6em'>{_html_line(line)}</div>"
+        for detail in details
+        for line in detail.splitlines()
+    )
+    return (
+        f"<div style='border-left:4px solid {colour};padding:4px 10px;"
+        "white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace)'>"
+        f"<div><b>{icon} {_html_line(title)}</b></div>{body}</div>"
+    )
 
 
 def failed(label: str, title: str, *details: str) -> CheckResult:

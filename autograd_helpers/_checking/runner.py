@@ -28,7 +28,7 @@ import torch
 from autograd_helpers._checking.validate import check_option
 from autograd_helpers.guards import nested_backward_limit
 
-__all__ = ["LearnerError", "Outcome", "OutputLimitError", "run_learner_code"]
+__all__ = ["LearnerError", "Outcome", "OutputLimitError", "is_learner_file", "run_learner_code"]
 
 OUTPUT_LIMIT = 100_000  # characters a learner's code may print during one check
 
@@ -65,7 +65,7 @@ class LearnerError:
     @classmethod
     def from_exception(cls, exception: BaseException) -> LearnerError:
         for frame in reversed(traceback.extract_tb(exception.__traceback__)):
-            if _is_learner_file(frame.filename):
+            if is_learner_file(frame.filename):
                 code = frame.line or linecache.getline(frame.filename, frame.lineno or 0)
                 return cls(exception, frame.name, frame.lineno, code.strip())
         return cls(exception)
@@ -87,7 +87,7 @@ class LearnerError:
         if not isinstance(self.exception, NotImplementedError):
             return False
         frames = traceback.extract_tb(self.exception.__traceback__)
-        if not frames or not _is_learner_file(frames[-1].filename):
+        if not frames or not is_learner_file(frames[-1].filename):
             return False
         last = frames[-1]
         line = last.line or linecache.getline(last.filename, last.lineno or 0)
@@ -109,7 +109,7 @@ class Outcome:
     printed: str = ""
 
 
-def _is_learner_file(filename: str) -> bool:
+def is_learner_file(filename: str) -> bool:
     if filename.startswith("<"):
         return not filename.startswith("<frozen")  # <string> (python -c), <stdin>: the learner's
     try:
