@@ -12,13 +12,18 @@ This module is the checkers' public face:
   and :func:`check_tensor` (a computed value);
 - chapter 02: :func:`check_jacobian_loop`, :func:`check_hvp`, :func:`check_jacobian_shapes`;
 - chapter 03: :func:`explain_gradcheck` (gradcheck told in words),
-  :func:`check_gradcheck_settings`, :func:`check_double_backward`.
+  :func:`check_gradcheck_settings`, :func:`check_double_backward`;
+- chapter 04: :func:`check_finite_gradients`, :func:`check_training_step`.
 
 Their machinery lives in the private ``autograd_helpers._checking`` package.
 """
 
 from __future__ import annotations
 
+from autograd_helpers._checking.anomaly_exercises import (
+    check_finite_gradients,
+    check_training_step,
+)
 from autograd_helpers._checking.feedback import CheckResult
 from autograd_helpers._checking.function_check import check_function, check_tensor
 from autograd_helpers._checking.gradcheck_exercises import (
@@ -36,11 +41,13 @@ __all__ = [
     "CheckResult",
     "GradcheckReport",
     "check_double_backward",
+    "check_finite_gradients",
     "check_function",
     "check_gradcheck_settings",
     "check_hvp",
     "check_jacobian_loop",
     "check_jacobian_shapes",
     "check_tensor",
+    "check_training_step",
     "explain_gradcheck",
 ]

@@ -97,6 +97,16 @@ BAD_CALLS = {
         ValueError,
         "input",
     ),
+    "check_finite_gradients": (
+        lambda: ah.checks.check_finite_gradients(len, X, reference=3, regular=[X]),
+        TypeError,
+        "reference",
+    ),
+    "check_training_step": (
+        lambda: ah.checks.check_training_step(len, reference=len, make_inputs=len, steps=0),
+        ValueError,
+        "steps",
+    ),
     "find_nan_origin": (lambda: ah.anomaly.find_nan_origin("loss", X), TypeError, "fn"),
     "explain_inplace_error": (
         lambda: ah.anomaly.explain_inplace_error(None, X),

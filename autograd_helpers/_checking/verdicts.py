@@ -273,8 +273,17 @@ def compare_gradients(
             )
         bad = _first_non_finite(grad, want.isfinite())
         if bad is not None:
+            there = ""
+            if value.shape == grad.shape and value.numel():
+                flat = int(
+                    (~grad.detach().isfinite() & want.isfinite()).reshape(-1).nonzero()[0, 0]
+                )
+                there = (
+                    f", where `{name}` = {format_number(float(value.detach().reshape(-1)[flat]))}"
+                )
             return Verdict(
-                f"the gradient for `{name}` contains {bad[0]} (first at `{name}{bad[1]}`)."
+                f"the gradient for `{name}` contains {bad[0]} (first at `{name}{bad[1]}`{there}).",
+                ("Look for a division by zero or a 0 × ∞ in backward at that value.",),
             )
         mismatch = worst_mismatch(grad, want, atol=trial.options.atol, rtol=trial.options.rtol)
         if mismatch is None:

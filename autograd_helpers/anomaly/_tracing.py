@@ -29,11 +29,16 @@ __all__ = [
 FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s+(.+)')
 
 
+def _code(line: str) -> str:
+    """A line of code without its trailing comment."""
+    return line.split("  #")[0].strip()
+
+
 def learner_frame_now() -> str:
     """``"in loss: y = torch.log(x)"`` for the innermost learner frame of the current stack."""
     for frame in reversed(traceback.extract_stack()):
         if is_learner_file(frame.filename) and frame.line:
-            return f"in {frame.name}: {frame.line.strip()}"
+            return f"in {frame.name}: {_code(frame.line)}"
     return ""
 
 
@@ -42,7 +47,7 @@ def learner_frame_in(trace: str) -> str:
     found = ""
     for filename, _line, function, code in FRAME.findall(trace):
         if is_learner_file(filename):
-            found = f"in {function}: {code.strip()}"
+            found = f"in {function}: {_code(code)}"
     return found
 
 
