@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from autograd_helpers import guards as guards
     from autograd_helpers import jacobians as jacobians
     from autograd_helpers import memory as memory
+    from autograd_helpers import modes as modes
     from autograd_helpers import modules as modules
     from autograd_helpers import notebook as notebook
     from autograd_helpers import plot as plot
@@ -52,6 +53,7 @@ SUBMODULES = (
     "guards",
     "jacobians",
     "memory",
+    "modes",
     "modules",
     "notebook",
     "plot",

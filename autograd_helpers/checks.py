@@ -13,7 +13,8 @@ This module is the checkers' public face:
 - chapter 02: :func:`check_jacobian_loop`, :func:`check_hvp`, :func:`check_jacobian_shapes`;
 - chapter 03: :func:`explain_gradcheck` (gradcheck told in words),
   :func:`check_gradcheck_settings`, :func:`check_double_backward`;
-- chapter 04: :func:`check_finite_gradients`, :func:`check_training_step`.
+- chapter 04: :func:`check_finite_gradients`, :func:`check_training_step`;
+- chapter 05: :func:`check_evaluate`, :func:`check_frozen`, :func:`check_mode_predictions`.
 
 Their machinery lives in the private ``autograd_helpers._checking`` package.
 """
@@ -36,17 +37,25 @@ from autograd_helpers._checking.jacobian_exercises import (
     check_jacobian_loop,
     check_jacobian_shapes,
 )
+from autograd_helpers._checking.mode_exercises import (
+    check_evaluate,
+    check_frozen,
+    check_mode_predictions,
+)
 
 __all__ = [
     "CheckResult",
     "GradcheckReport",
     "check_double_backward",
+    "check_evaluate",
     "check_finite_gradients",
+    "check_frozen",
     "check_function",
     "check_gradcheck_settings",
     "check_hvp",
     "check_jacobian_loop",
     "check_jacobian_shapes",
+    "check_mode_predictions",
     "check_tensor",
     "check_training_step",
     "explain_gradcheck",

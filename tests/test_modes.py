@@ -1,0 +1,113 @@
+"""autograd_helpers.modes.mode_table: six rows, every entry checked, the model left untouched."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from autograd_helpers.modes import MODE_COLUMNS, ModeTable, mode_table, preserved_state
+
+
+def _model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 1)
+    )
+
+
+X = torch.randn(16, 4, generator=torch.Generator().manual_seed(1))
+
+
+def test_every_record_of_a_model_with_dropout_and_batch_norm():
+    model = _model()
+    table = mode_table(model, X)
+    assert isinstance(table, ModeTable) and len(table) == 6
+    assert all(list(record) == list(MODE_COLUMNS) for record in table)
+    by_key = {(r["mode"], r["grad mode"]): r for r in table}
+    for (mode, grad), record in by_key.items():
+        training, recording = mode == "train", grad == "enabled"
+        assert record["output requires grad"] is recording
+        assert record["equal to train output"] is training  # the same dropout masks
+        assert record["dropout active"] is training
+        assert record["batch-norm stats updated"] is training  # even under no_grad
+        assert (record["bytes saved for backward"] > 0) is recording
+        assert record["backward"] == ("works" if recording else "fails: no graph was recorded")
+    # eval still records a graph; train saves more (dropout's mask, batch norm's batch stats)
+    train_bytes = by_key["train", "enabled"]["bytes saved for backward"]
+    eval_bytes = by_key["eval", "enabled"]["bytes saved for backward"]
+    assert 0 < eval_bytes < train_bytes
+
+
+def test_without_dropout_or_batch_norm_eval_and_train_agree():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    table = mode_table(model, X)
+    assert all(r["equal to train output"] for r in table)
+    assert not any(r["dropout active"] or r["batch-norm stats updated"] for r in table)
+    saved = {r["mode"]: r["bytes saved for backward"] for r in table if r["grad mode"] == "enabled"}
+    assert saved["train"] == saved["eval"] > 0
+
+
+@pytest.mark.parametrize("start_in_eval", [False, True])
+def test_the_model_is_left_as_it_was_found(start_in_eval):
+    model = _model()
+    model[1].running_mean += 3.0
+    model.train(not start_in_eval)
+    model[3].train()  # a mixed state: one submodule differs
+    model(X).sum().backward()  # some gradients already there
+    flags = [m.training for m in model.modules()]
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    grads = [p.grad.clone() for p in model.parameters()]
+    mode_table(model, X)
+    assert [m.training for m in model.modules()] == flags
+    assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
+    assert all(torch.equal(g, p.grad) for g, p in zip(grads, model.parameters(), strict=True))
+
+
+class RaisesInEval(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        y = self.norm(x)
+        if not self.training:
+            raise RuntimeError("this model refuses eval mode")
+        return y
+
+
+def test_the_state_is_restored_even_when_the_model_raises():
+    model = RaisesInEval()
+    before = model.norm.running_mean.clone()
+    with pytest.raises(RuntimeError, match="refuses eval mode"):
+        mode_table(model, X)
+    assert model.training and torch.equal(model.norm.running_mean, before)
+
+
+def test_the_table_displays_as_text_and_html():
+    table = mode_table(_model(), X)
+    text = str(table)
+    assert text.splitlines()[0].startswith("mode   grad mode")
+    assert "<th>bytes saved for backward</th>" in table._repr_html_()
+
+
+def test_preserved_state_restores_a_batch_norm():
+    norm = nn.BatchNorm1d(2)
+    with preserved_state(norm):
+        norm(torch.randn(4, 2) + 5)
+    assert torch.equal(norm.running_mean, torch.zeros(2))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "phrase"),
+    [
+        (lambda: mode_table("model", X), TypeError, "model must be an nn.Module"),
+        (lambda: mode_table(_model(), torch.ones(2, 4, dtype=torch.long)), TypeError, "x"),
+        (lambda: mode_table(_model(), X, seed=-1), ValueError, "seed"),
+        (lambda: preserved_state(3).__enter__(), TypeError, "model"),
+    ],
+)
+def test_bad_arguments(call, error, phrase):
+    with pytest.raises(error, match=phrase):
+        call()
