@@ -585,3 +585,31 @@ def test_a_wrong_gradient_of_a_function_that_changes_shape_gets_a_verdict_not_a_
     reference = lambda t: torch.nn.functional.max_pool1d(t * t, 3, stride=1)  # noqa: E731
     result = check_function(pool_keeping_one, x, reference=reference, allow_callable=True)
     assert_fails(result, "is off compared with", "0.5 times the right one")
+
+
+def test_more_examples_catch_what_one_example_hides():
+    class NormalizeWithFixedNorm(Function):
+        @staticmethod
+        def forward(ctx, x):
+            norm = x.norm()
+            y = x / norm
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return (g - y * (y * g).sum()) / 30**0.5  # the first example's norm, hard-coded
+
+    first = torch.tensor([3.0, -4.0, 1.0, 2.0])
+    reference = lambda t: t / t.norm()  # noqa: E731
+    assert check_function(NormalizeWithFixedNorm, first, reference=reference).passed
+    result = check_function(
+        NormalizeWithFixedNorm, first, reference=reference, also=[(torch.tensor([0.5, 2.0]),)]
+    )
+    assert_fails(result, "is off compared with")
+    assert check_function(Cube, X, reference=cube, also=[(X * 2,), (-X,)]).title.startswith(
+        "Cube passed on 3 example inputs:"
+    )
+    with pytest.raises(TypeError, match="also must be a sequence of input tuples"):
+        check_function(Cube, X, also=[X])

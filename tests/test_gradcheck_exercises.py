@@ -27,8 +27,8 @@ def test_meaningful_settings_pass(dtype, eps):
 @pytest.mark.parametrize(
     ("dtype", "eps", "phrases"),
     [
-        (torch.float32, 1e-3, ["right derivative fails", "In float64 the same eps works"]),
-        (torch.float32, 1e-6, ["Neither a ten times larger", "In float64 the same eps works"]),
+        (torch.float32, 1e-3, ["right derivative fails", "No eps from 1e-1 to 1e-10 works"]),
+        (torch.float32, 1e-6, ["No eps from 1e-1 to 1e-10 works in float32", "float64"]),
         (torch.float64, 1e-1, ["Truncation error dominates", "use a smaller eps"]),
         (torch.float64, 1e-10, ["Rounding error dominates", "use a larger eps"]),
         (..., 1e-6, ["not implemented yet"]),
@@ -115,3 +115,75 @@ def test_the_notebooks_mistakes_raise():
         check_gradcheck_settings(torch.float64, 1e-6, fn=3, x=POINTS)
     with pytest.raises(ValueError, match="one example input"):
         check_double_backward(softsign_with(lambda x, y: x, lambda ctx, g: g), X, X)
+
+
+def test_eps_as_a_tensor_or_numpy_number_is_read_as_a_number():
+    import numpy as np
+
+    assert check_gradcheck_settings(torch.float64, torch.tensor(1e-6), fn=shifted, x=POINTS).passed
+    assert check_gradcheck_settings(torch.float64, np.float32(1e-6), fn=shifted, x=POINTS).passed
+    result = check_gradcheck_settings(torch.float64, torch.tensor(2.0), fn=shifted, x=POINTS)
+    assert "eps must be a number between 0 and 1, got 2" in result.message
+
+
+def test_float32_where_no_eps_works_says_so_first():
+    result = check_gradcheck_settings(torch.float32, 1e-4, fn=shifted, x=POINTS)
+    assert "No eps from 1e-1 to 1e-10 works in float32" in result.message
+    assert "Rounding error dominates" not in result.message
+
+
+@pytest.mark.parametrize(
+    ("backward", "phrase"),
+    [
+        (
+            lambda ctx, g: g / (1 + ctx.saved_tensors[0].detach().abs()) ** 2,
+            "computed its result outside autograd's view",
+        ),
+        (
+            lambda ctx, g: (
+                g * torch.from_numpy((1 / (1 + ctx.saved_tensors[0].abs()) ** 2).numpy())
+            ),
+            "autograd raised while differentiating it",
+        ),
+    ],
+    ids=["detached", "numpy-without-detach"],
+)
+def test_a_backward_autograd_cannot_see_into_is_named(backward, phrase):
+    result = check_double_backward(softsign_with(lambda x, y: x, backward), X, reference=REFERENCE)
+    assert not result.passed and phrase in result.message, result.message
+    assert "zero everywhere" not in result.message
+
+
+def test_once_differentiable_is_named():
+    from torch.autograd.function import once_differentiable
+
+    @once_differentiable
+    def backward(ctx, g):
+        return g / (1 + ctx.saved_tensors[0].abs()) ** 2
+
+    result = check_double_backward(softsign_with(lambda x, y: x, backward), X, reference=REFERENCE)
+    assert "`@once_differentiable` makes backward a dead end" in result.message or (
+        "raised while differentiating" in result.message
+    ), result.message
+
+
+def test_the_first_checks_notes_are_kept_on_a_pass():
+    class StoresX(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.x = x
+            return x / (1 + x.abs())
+
+        @staticmethod
+        def backward(ctx, g):
+            return g / (1 + ctx.x.abs()) ** 2
+
+    result = check_double_backward(StoresX, X, reference=REFERENCE)
+    assert result.passed and "Note: forward stored a tensor as `ctx.x`" in result.message
+
+
+def test_float32_where_some_eps_works_gets_the_direction_and_float64():
+    result = check_gradcheck_settings(torch.float32, 1e-6, fn=torch.sin, x=POINTS)
+    assert not result.passed
+    assert "Rounding error dominates" in result.message and "use a larger eps" in result.message
+    assert "In float64 the same eps works" in result.message

@@ -6,6 +6,7 @@ Public through :mod:`autograd_helpers.checks`; ``check_function`` runs the three
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,6 +72,7 @@ def check_function(
     eps: float = 1e-6,
     name: str | None = None,
     allow_callable: bool = False,
+    also: Sequence[tuple[object, ...]] = (),
 ) -> CheckResult:
     r"""Check a learner's ``torch.autograd.Function`` on example inputs.
 
@@ -105,6 +107,9 @@ def check_function(
         name: how to call ``fn`` in the feedback (default: its ``__name__``).
         allow_callable: accept a plain function too (default ``False``: an exercise that
             asks for a Function is not answered by ``torch.tanh``).
+        also: more example inputs, each a tuple like ``inputs``, checked the same way after
+            them: a mistake that one example hides (a hard-coded constant, a shape that
+            happens to fit) shows on another.
 
     Returns:
         A :class:`CheckResult` (``.passed``, ``.message``).
@@ -148,7 +153,22 @@ def check_function(
         rtol=float(rtol),
         eps=float(eps),
     )
-    return run_check(fn, inputs, options, allow_callable=allow_callable)
+    if not isinstance(also, list | tuple) or not all(isinstance(more, tuple) for more in also):
+        raise TypeError(f"{me}(): also must be a sequence of input tuples, got {also!r}")
+    examples = [options]
+    for more in also:
+        examples.append(dataclasses.replace(options, wrt=_checked_wrt(more, wrt)))
+    result = run_check(fn, inputs, options, allow_callable=allow_callable)
+    for extra, more in zip(examples[1:], also, strict=True):
+        if not result.passed:
+            return result
+        result = run_check(fn, more, extra, allow_callable=allow_callable)
+    if also and result.passed:
+        count = f"on {len(also) + 1} example inputs"
+        result = dataclasses.replace(
+            result, title=result.title.replace(" passed:", f" passed {count}:", 1)
+        )
+    return result
 
 
 def check_tensor(

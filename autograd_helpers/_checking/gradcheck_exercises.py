@@ -30,6 +30,18 @@ def _one_percent_off(fn: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tenso
     return wrong
 
 
+def _as_number(value: object) -> float | None:
+    """A Python, NumPy or one-element-tensor number as a float; ``None`` for anything else."""
+    if isinstance(value, bool | str | bytes):
+        return None
+    if isinstance(value, Tensor):
+        return float(value) if value.numel() == 1 and not value.is_complex() else None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
 def _passes(fn: Callable[[Tensor], Tensor], x: Tensor, dtype: torch.dtype, eps: float) -> bool:
     point = x.detach().to(dtype).requires_grad_()
     with warnings.catch_warnings():
@@ -83,9 +95,11 @@ def check_gradcheck_settings(
         return not_implemented(name, STUB_HINT)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         return failed(name, f"dtype must be a floating-point torch dtype, got {dtype!r}.")
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < 1:
-        return failed(name, f"eps must be a number between 0 and 1, got {eps!r}.")
-    eps = float(eps)
+    number = _as_number(eps)
+    if number is None or not 0 < number < 1:
+        shown = f"{number:g}" if number is not None else repr(eps)
+        return failed(name, f"eps must be a number between 0 and 1, got {shown}.")
+    eps = number
     right, wrong = _passes(fn, x, dtype, eps), _passes(_one_percent_off(fn), x, dtype, eps)
     setting = f"{str(dtype).replace('torch.', '')} and eps={eps:g}"
     if right and not wrong:
@@ -103,6 +117,13 @@ def check_gradcheck_settings(
     error = _largest_error(fn, x, dtype, eps)
     smaller, larger = _largest_error(fn, x, dtype, eps / 10), _largest_error(fn, x, dtype, eps * 10)
     details = [f"The largest |numerical - analytical| is {error:.1e} at this eps."]
+    if dtype != torch.float64 and not any(_passes(fn, x, dtype, 10.0**-k) for k in range(1, 11)):
+        details.append(
+            f"No eps from 1e-1 to 1e-10 works in {str(dtype).replace('torch.', '')} for this "
+            "function: its values keep too few digits for their difference to mean anything. "
+            "Check in float64."
+        )
+        return failed(name, f"with {setting} the right derivative fails gradcheck.", *details)
     if smaller < error / 3:
         details.append(
             f"Truncation error dominates: at eps={eps / 10:g} it is {smaller:.1e}. The "
@@ -123,6 +144,8 @@ def check_gradcheck_settings(
             f"In float64 the same eps works: {str(dtype).replace('torch.', '')} keeps too few "
             "digits of the function's values for their difference to be meaningful."
         )
+    elif dtype != torch.float64:
+        details.append("float64 would leave more room for eps, too.")
     return failed(name, f"with {setting} the right derivative fails gradcheck.", *details)
 
 
@@ -196,21 +219,50 @@ def check_double_backward(
             "passed",
             f"{label} passed: its backward matches finite differences, and so does the "
             "derivative of its backward (gradcheck and gradgradcheck, float64).",
+            first.details,
+        )
+    if not report.numerical:  # differentiating backward raised
+        return failed(
+            label,
+            "the first derivative is right, but backward cannot be differentiated: autograd "
+            "raised while differentiating it.",
+            *report.details,
+            "Hint: backward must be built from torch operations on the saved tensors (no "
+            "NumPy, no `.item()`), so that autograd can differentiate it again.",
         )
     details = [
         "The function checked here is backward itself: its output is the gradient for `x`, "
         "its inputs are `x` and `grad_output`.",
-        *(d for d in report.details if not d.startswith("Note:")),
+        *(d for d in report.details if not d.startswith(("Note:", "Hint for"))),
     ]
-    if report.status == "failed" and report.numerical:
-        intermediates = _saved_intermediates(fn, points)
-        if intermediates:
-            details.append(
-                f"Hint: forward saved a tensor that is neither an input nor the output "
-                f"(`saved_tensors[{intermediates[0]}]`). Autograd does not know how it depends "
-                "on the input, so the second derivative treats it as a constant. Save the "
-                "input (or the output) and recompute the rest in backward."
-            )
+    blind = [
+        name
+        for name, analytical, numerical in zip(
+            report.names, report.analytical, report.numerical, strict=True
+        )
+        if not bool(analytical.any()) and bool(numerical.abs().max() > 1e-6)
+    ]
+    intermediates = _saved_intermediates(fn, points)
+    if intermediates:
+        details.append(
+            f"Hint: forward saved a tensor that is neither an input nor the output "
+            f"(`saved_tensors[{intermediates[0]}]`). Autograd does not know how it depends "
+            "on the input, so the second derivative treats it as a constant. Save the "
+            "input (or the output) and recompute the rest in backward."
+        )
+    elif blind:
+        decorated = hasattr(fn.backward, "__wrapped__")
+        cause = (
+            "`@once_differentiable` makes backward a dead end for autograd"
+            if decorated
+            else "backward computed its result outside autograd's view (NumPy, `.detach()`, "
+            "`.data`, `torch.no_grad()`)"
+        )
+        details.append(
+            f"Hint: autograd sees no dependence of backward's result on "
+            f"{' or '.join(f'`{n}`' for n in blind)}: {cause}. Build it from torch operations "
+            "on the saved tensors."
+        )
     return failed(
         label,
         "the first derivative is right, but the derivative of backward is not: "
