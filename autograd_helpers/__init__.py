@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from autograd_helpers import modules as modules
     from autograd_helpers import notebook as notebook
     from autograd_helpers import plot as plot
+    from autograd_helpers import profiling as profiling
     from autograd_helpers import widgets as widgets
     from autograd_helpers import wrap as wrap
 
@@ -57,6 +58,7 @@ SUBMODULES = (
     "modules",
     "notebook",
     "plot",
+    "profiling",
     "widgets",
     "wrap",
 )

@@ -65,6 +65,7 @@ def _results(ratio: float, wall_s: float, tests: SuiteRun | None, floor_s: float
         ),
         jacobians=(JacobianRow("torch.func.jacrev", 16, 0.001),),
         tests=tests,
+        widget_update_s=0.04,
     )
 
 
@@ -82,6 +83,7 @@ def test_bad_figures_miss_exactly_their_targets_and_the_report_says_so():
         "notebook_peak_rss_mb": True,
         "import_overhead_s": True,
         "ratio_vs_builtin_at_1e6": False,
+        "widget_update_s": True,
         "make_test_s": False,  # it failed, however fast
     }
     text = to_markdown(bad)
@@ -110,3 +112,7 @@ def test_results_serialise_with_derived_figures():
     assert data["notebooks"]["course_over_floor"] == 2.5
     assert data["functions"][1]["ratio_vs_builtin"] == 2.0
     assert data["functions"][0]["ratio_vs_fused"] is None
+
+
+def test_the_widget_is_measured():
+    assert 0 < measure.measure_widget(changes=2) < 5

@@ -116,6 +116,13 @@ BAD_CALLS = {
     ),
     "mode_table": (lambda: ah.modes.mode_table(len, X), TypeError, "model"),
     "preserved_state": (lambda: ah.modes.preserved_state(3).__enter__(), TypeError, "model"),
+    "swish": (lambda: ah.functions.swish([1.0]), TypeError, "input"),
+    "profile_ops": (
+        lambda: ah.profiling.profile_ops(torch.sin, X, backward=1),
+        TypeError,
+        "backward",
+    ),
+    "compare": (lambda: ah.profiling.compare({}, X), ValueError, "candidates"),
     "find_nan_origin": (lambda: ah.anomaly.find_nan_origin("loss", X), TypeError, "fn"),
     "explain_inplace_error": (
         lambda: ah.anomaly.explain_inplace_error(None, X),
@@ -138,6 +145,7 @@ FUNCTION_WRAPPERS = {
     "LinearFunction": "linear",
     "ScaleGrad": "scale_grad",
     "SquareAndMaxPool1d": "square_and_max_pool1d",
+    "Swish": "swish",
     "IsolatedSubgraph": "wrap_builtin",
     "SigmoidWithWrongBackward": "gradcheck_explorer",
 }
@@ -157,6 +165,10 @@ EXEMPT = {
     "GradcheckReport": "a result type, built by explain_gradcheck",
     "NanOrigin": "a result type, built by find_nan_origin",
     "ModeTable": "a result type, built by mode_table",
+    "ProfileReport": "a result type, built by profile_ops",
+    "Comparison": "a result type, built by compare",
+    "Timing": "a result type, built by compare",
+    "PROFILE_COLUMNS": "a constant",
     "MODE_COLUMNS": "a constant",
     "InplaceReport": "a result type, built by explain_inplace_error",
     "EXPLORER_FUNCTIONS": "a constant",

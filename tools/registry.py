@@ -76,6 +76,14 @@ FUNCTION_CASES = (
         forward_ad=True,
     ),
     FunctionCase(
+        "Swish",
+        fns.Swish,
+        fns.swish,
+        lambda x: x * torch.sigmoid(x),
+        _rows_of_4,
+        fused=F.silu,
+    ),
+    FunctionCase(
         "ReLU", fns.ReLU, fns.relu, lambda x: x.clamp(min=0), _rows_of_4, fused=torch.relu
     ),
     FunctionCase(

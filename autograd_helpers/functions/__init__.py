@@ -1,4 +1,4 @@
-"""The teaching Functions of chapter 01 (``01_custom_function.ipynb``).
+"""The teaching Functions of chapter 01 (``01_custom_function.ipynb``), and chapter 06's Swish.
 
 Each is a :class:`torch.autograd.Function` subclass (PascalCase) with a lowercase functional
 wrapper that validates its arguments, as :mod:`torch.nn.functional` does for the built-ins.
@@ -17,7 +17,16 @@ Call the wrapper: ``Function.apply`` takes no keyword arguments and checks nothi
 from __future__ import annotations
 
 from autograd_helpers.functions._constants import MulConstant, ScaleGrad, mul_constant, scale_grad
-from autograd_helpers.functions._elementwise import Exp, ReLU, Sigmoid, exp, relu, sigmoid
+from autograd_helpers.functions._elementwise import (
+    Exp,
+    ReLU,
+    Sigmoid,
+    Swish,
+    exp,
+    relu,
+    sigmoid,
+    swish,
+)
 from autograd_helpers.functions._linear import LinearFunction, linear
 from autograd_helpers.functions._pooling import SquareAndMaxPool1d, square_and_max_pool1d
 
@@ -29,6 +38,7 @@ __all__ = [
     "ScaleGrad",
     "Sigmoid",
     "SquareAndMaxPool1d",
+    "Swish",
     "exp",
     "linear",
     "mul_constant",
@@ -36,4 +46,5 @@ __all__ = [
     "scale_grad",
     "sigmoid",
     "square_and_max_pool1d",
+    "swish",
 ]

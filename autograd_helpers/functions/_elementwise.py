@@ -12,7 +12,7 @@ from torch.autograd import Function
 from autograd_helpers._checking.validate import check_float_tensor
 from autograd_helpers.functions._base import apply
 
-__all__ = ["Exp", "ReLU", "Sigmoid", "exp", "relu", "sigmoid"]
+__all__ = ["Exp", "ReLU", "Sigmoid", "Swish", "exp", "relu", "sigmoid", "swish"]
 
 # --- modern form: forward(inputs) + setup_context; jvp and vmap for torch.func ----------------
 
@@ -127,3 +127,39 @@ def relu(input: Tensor) -> Tensor:
         tensor([0., 0., 2.])
     """
     return apply(ReLU, check_float_tensor("relu", "input", input))
+
+
+class Swish(Function):
+    r"""``x * sigmoid(x)`` (also called SiLU), saving only its input: memory for compute.
+
+    The composition ``x * torch.sigmoid(x)`` keeps two tensors for backward (``x`` and
+    ``sigmoid(x)``). This Function keeps ``x`` alone and recomputes :math:`\sigma(x)` in
+    backward: :math:`\frac{d}{dx} x\sigma(x) = \sigma(x)\,(1 + x\,(1 - \sigma(x)))`. It is
+    built from torch operations on the saved input, so double backward works
+    (``06_profiler.ipynb``, section 4).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Tensor) -> Tensor:
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)  # recomputed: the memory saving is paid for here
+        return grad_output * s * (1 + x * (1 - s))
+
+
+def swish(input: Tensor) -> Tensor:
+    """Elementwise ``x * sigmoid(x)`` through :class:`Swish`, saving only the input.
+
+    Args:
+        input: a floating-point tensor.
+
+    Example::
+
+        >>> swish(torch.tensor([0.0, 2.0]))
+        tensor([0.0000, 1.7616])
+    """
+    return apply(Swish, check_float_tensor("swish", "input", input))

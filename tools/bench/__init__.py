@@ -11,7 +11,11 @@ met or not, never tested.
    composition it replaces (and the fused built-in, where one exists), at 10³, 10⁵ and 10⁶
    elements, with the bytes each saves for backward.
 4. Jacobian strategies: a row loop, ``vectorize=True``, ``torch.func.jacrev``, ``jacfwd``.
-5. ``make test``'s own duration (skip with ``--skip-tests``).
+5. The gradcheck explorer's redraw time after a slider change.
+6. ``make test``'s own duration (skip with ``--skip-tests``).
+
+Every timing goes through :func:`autograd_helpers.profiling.compare` (candidates interleaved
+over rounds; medians with their spread), the course's one timing code path.
 
 Modules: :mod:`~tools.bench.results` (records and targets), :mod:`~tools.bench.measure`,
 :mod:`~tools.bench.report`; ``python -m tools.bench`` runs them.

@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     results.imports = measure.measure_import(3 if args.quick else 7)
     print("teaching Functions…", flush=True)
     results.functions = measure.measure_functions((1_000, 100_000, MILLION), seconds)
+    print("gradcheck explorer…", flush=True)
+    results.widget_update_s = measure.measure_widget()
     print("Jacobians…", flush=True)
     results.jacobians = measure.measure_jacobians((16, 64, 256), seconds)
     if not args.skip_tests:

@@ -1,6 +1,8 @@
 """The measurements of ``make bench``, each returning typed records (no reporting here).
 
-Timings are single-threaded, as the notebooks are, and are ``torch.utils.benchmark`` medians.
+Timings are single-threaded, as the notebooks are, and come from
+:func:`autograd_helpers.profiling.compare`: candidates interleaved over several rounds, the
+median of the rounds' medians, and their spread.
 """
 
 from __future__ import annotations
@@ -10,15 +12,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import nbformat
 import torch
-from torch.utils import benchmark
 
 from autograd_helpers.jacobians import STRATEGIES, jacobian_by_rows
 from autograd_helpers.memory import saved_tensor_bytes
+from autograd_helpers.profiling import compare
 from tools.bench.results import (
     FunctionRow,
     ImportFigures,
@@ -37,6 +39,7 @@ __all__ = [
     "measure_jacobians",
     "measure_notebooks",
     "measure_tests",
+    "measure_widget",
 ]
 
 PEAK_RSS_CELL = "import resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
@@ -104,44 +107,38 @@ def measure_import(repeats: int = 7) -> ImportFigures:
 # --- 3. teaching Functions ----------------------------------------------------------------------
 
 
-def _forward_backward_median(
-    fn: Callable[..., torch.Tensor], inputs: tuple[torch.Tensor, ...], seconds: float
-) -> float:
-    leaves = [t.clone().requires_grad_() for t in inputs]
-    grad_output = torch.randn_like(fn(*leaves))
-
-    def step() -> None:
-        fn(*leaves).backward(grad_output)
-
-    timer = benchmark.Timer("step()", globals={"step": step})
-    return float(timer.blocked_autorange(min_run_time=seconds).median)
-
-
-def _function_row(case: FunctionCase, size: int, seconds: float) -> FunctionRow:
+def _function_row(case: FunctionCase, size: int, seconds: float, rounds: int) -> FunctionRow:
     inputs = case.inputs(size, dtype=torch.float32)
     leaves = [t.clone().requires_grad_() for t in inputs]
+    candidates = {"ours": case.call, "composition": case.builtin}
+    if case.fused is not None:
+        candidates["fused"] = case.fused
+    timings = compare(candidates, *inputs, rounds=rounds, min_run_time=seconds)
+    fused = timings.timing("fused").median_s if case.fused is not None else None
     return FunctionRow(
         name=case.name,
         size=size,
         numel=inputs[0].numel(),
-        median_s=_forward_backward_median(case.call, inputs, seconds),
-        builtin_median_s=_forward_backward_median(case.builtin, inputs, seconds),
+        median_s=timings.timing("ours").median_s,
+        builtin_median_s=timings.timing("composition").median_s,
         saved_bytes=saved_tensor_bytes(case.call, *leaves),
         builtin_saved_bytes=saved_tensor_bytes(case.builtin, *leaves),
-        fused_median_s=None
-        if case.fused is None
-        else _forward_backward_median(case.fused, inputs, seconds),
+        fused_median_s=fused,
+        spread=max(t.spread for t in timings),
     )
 
 
 def measure_functions(
-    sizes: Sequence[int], seconds: float, cases: Sequence[FunctionCase] = FUNCTION_CASES
+    sizes: Sequence[int],
+    seconds: float,
+    cases: Sequence[FunctionCase] = FUNCTION_CASES,
+    rounds: int = 5,
 ) -> tuple[FunctionRow, ...]:
-    """Every registry case at every size, against its built-in composition."""
+    """Every registry case at every size, against its built-in composition (``compare``)."""
     rows = []
     for case in cases:
         for size in sizes:
-            row = _function_row(case, size, seconds)
+            row = _function_row(case, size, seconds, rounds)
             rows.append(row)
             print(f"  {case.name} @ {size:.0e}: x{row.ratio_vs_builtin}", flush=True)
     return tuple(rows)
@@ -150,9 +147,11 @@ def measure_functions(
 # --- 4. Jacobian strategies --------------------------------------------------------------------
 
 
-def measure_jacobians(sizes: Sequence[int], seconds: float) -> tuple[JacobianRow, ...]:
+def measure_jacobians(
+    sizes: Sequence[int], seconds: float, rounds: int = 5
+) -> tuple[JacobianRow, ...]:
     """Every strategy of :mod:`autograd_helpers.jacobians` on a square Jacobian, all
-    checked equal to the textbook loop before they are timed."""
+    checked equal to the textbook loop before they are timed (``compare``, forward only)."""
     rows = []
     for n in sizes:
         gen = torch.Generator().manual_seed(0)
@@ -162,18 +161,37 @@ def measure_jacobians(sizes: Sequence[int], seconds: float) -> tuple[JacobianRow
             return torch.tanh(weight @ v)
 
         expected = jacobian_by_rows(f, x)
+        candidates = {}
         for strategy in STRATEGIES:
             # the same Jacobian from every method, or comparing their times means nothing
             torch.testing.assert_close(strategy.compute(f, x), expected)
-            timer = benchmark.Timer(
-                "compute(f, x)", globals={"compute": strategy.compute, "f": f, "x": x}
-            )
-            median = float(timer.blocked_autorange(min_run_time=seconds).median)
-            rows.append(JacobianRow(strategy.name, n, median))
+            candidates[strategy.name] = lambda v, s=strategy, g=f: s.compute(g, v)
+        timings = compare(candidates, x, backward=False, rounds=rounds, min_run_time=seconds)
+        rows += [JacobianRow(t.label, n, t.median_s, t.spread) for t in timings]
     return tuple(rows)
 
 
-# --- 5. make test ---------------------------------------------------------------------------------
+# --- 5. the gradcheck explorer's response --------------------------------------------------
+
+
+def measure_widget(changes: int = 12) -> float:
+    """Median seconds for the gradcheck explorer to redraw after an eps change."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from autograd_helpers.widgets import gradcheck_explorer
+
+    explorer = gradcheck_explorer("sigmoid", dtype="float32", eps=1e-3)
+    step = explorer.children[2]
+    times = []
+    for k in range(changes):
+        start = time.perf_counter()
+        step.value = 10.0 ** -(2 + k % 8)
+        times.append(time.perf_counter() - start)
+    return round(statistics.median(times), 4)
+
+
+# --- 6. make test ---------------------------------------------------------------------------------
 
 
 def measure_tests() -> SuiteRun:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from tools.bench.results import TARGETS, FunctionRow, Results
+from tools.bench.results import TARGETS, TRUSTED_SPREAD, FunctionRow, Results
 
 __all__ = ["to_markdown"]
 
 NOTES = """\
+Every time is the median of five interleaved rounds (autograd_helpers.profiling.compare);
+"(unsure)" marks a figure whose rounds spread by more than 15% of the median.
+
 How to read the Function table: a backward written as several elementwise operations
 allocates a temporary for each. At a million elements that allocation, not the arithmetic,
 dominates, and a fused built-in does the same work in one kernel. On a virtual machine whose
@@ -47,7 +50,7 @@ def _function_row(r: FunctionRow) -> str:
         f"{r.numel:,}",
         _seconds(r.median_s),
         _seconds(r.builtin_median_s),
-        f"×{r.ratio_vs_builtin}",
+        f"×{r.ratio_vs_builtin}" + ("" if r.trusted else " (unsure)"),
         fused,
         f"{r.saved_bytes:,} / {r.builtin_saved_bytes:,}",
     )
@@ -88,6 +91,13 @@ def to_markdown(results: Results) -> str:
         rows = [_function_row(r) for r in results.functions]
         lines += _table("Teaching Functions, forward + backward (median)", FUNCTION_HEADER, rows)
     if results.jacobians:
-        rows = [_row(r.method, r.n, _seconds(r.median_s)) for r in results.jacobians]
+        rows = [
+            _row(
+                r.method,
+                r.n,
+                _seconds(r.median_s) + ("" if r.spread <= TRUSTED_SPREAD else " (unsure)"),
+            )
+            for r in results.jacobians
+        ]
         lines += _table("Jacobian strategies (median)", ("method", "n", "time"), rows)
     return "\n".join([*lines, "", NOTES])

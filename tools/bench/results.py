@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 MILLION = 1_000_000  # the size at which a Function is held to its target
+TRUSTED_SPREAD = 0.15  # rounds spreading wider than this (IQR / median) mark a figure unsure
 DEFAULT_NOTEBOOK_WALL_LIMIT_S = 20.0
 NOTEBOOK_WALL_LIMITS_S = {"06_profiler.ipynb": 25.0}  # a chapter with a longer budget
 NOTEBOOK_PEAK_LIMIT_MB = 600.0
@@ -85,6 +86,12 @@ class FunctionRow:
     saved_bytes: int
     builtin_saved_bytes: int
     fused_median_s: float | None = None
+    spread: float = 0.0  # the widest interquartile range / median among its candidates
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the rounds agreed well enough for the ratio to be read."""
+        return self.spread <= TRUSTED_SPREAD
 
     @property
     def ratio_vs_builtin(self) -> float:
@@ -102,6 +109,7 @@ class JacobianRow:
     method: str
     n: int
     median_s: float
+    spread: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,7 @@ class Results:
     functions: tuple[FunctionRow, ...] = ()
     jacobians: tuple[JacobianRow, ...] = ()
     tests: SuiteRun | None = None
+    widget_update_s: float | None = None
     met: dict[str, bool] = field(default_factory=dict)
 
     def worst_function_at_a_million(self) -> FunctionRow | None:
@@ -139,6 +148,7 @@ class Results:
         for row, record in zip(self.functions, data["functions"], strict=True):
             record["ratio_vs_builtin"] = row.ratio_vs_builtin
             record["ratio_vs_fused"] = row.ratio_vs_fused
+            record["trusted"] = row.trusted
         return data
 
 
@@ -172,7 +182,10 @@ def _ratio_at_a_million(results: Results) -> float | None:
 
 def _ratio_text(results: Results) -> str:
     worst = results.worst_function_at_a_million()
-    return "–" if worst is None else f"{worst.ratio_vs_builtin}× ({worst.name})"
+    if worst is None:
+        return "–"
+    unsure = "" if worst.trusted else ", unsure: its rounds spread widely"
+    return f"{worst.ratio_vs_builtin}× ({worst.name}{unsure})"
 
 
 def _slowest_share(results: Results) -> float | None:
@@ -252,6 +265,14 @@ TARGETS = (
         _ratio_at_a_million,
         _ratio_text,
         inclusive=True,
+    ),
+    Target(
+        "widget_update_s",
+        "gradcheck explorer: redraw after a change (median)",
+        0.1,
+        "< 100 ms",
+        lambda r: r.widget_update_s,
+        lambda r: "–" if r.widget_update_s is None else _seconds(r.widget_update_s),
     ),
     Target(
         "make_test_s",
