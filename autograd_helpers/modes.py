@@ -3,20 +3,22 @@
 Introduced in ``05_grad_mode_vs_eval.ipynb``. :func:`mode_table` runs a model under every
 combination of the module mode (``train()``/``eval()``, which changes what dropout and batch
 norm *compute*) and the grad mode (enabled, ``torch.no_grad()``, ``torch.inference_mode()``,
-which changes what autograd *records*), and reports what each combination did. The model is
-left exactly as it was found: its train/eval flags, its parameters and buffers (batch norm's
-running statistics), and its gradients.
+which changes what autograd *records*), and reports what each combination did. Nothing is
+left changed: the model's train/eval flags, parameters, buffers (batch norm's running
+statistics) and gradients, the input's ``.grad``, and the global random state.
 """
 
 from __future__ import annotations
 
 import contextlib
 import html
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.nn.parameter import is_lazy
 
 from autograd_helpers._checking.validate import check_float_tensor
 
@@ -37,8 +39,23 @@ MODE_COLUMNS = (
     "bytes saved for backward",
     "backward",
 )
-_DROPOUT = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout)
 _BATCH_NORM = nn.modules.batchnorm._BatchNorm
+# More than one other seed: a small dropout can draw the same mask twice by chance.
+_OTHER_SEEDS = 3
+
+
+def _check_materialised(caller: str, model: nn.Module) -> None:
+    # A lazy module's parameters have no shape yet: cloning or comparing them fails obscurely.
+    lazy = [
+        name
+        for name, value in itertools.chain(model.named_parameters(), model.named_buffers())
+        if is_lazy(value)
+    ]
+    if lazy:
+        raise ValueError(
+            f"{caller}(): model has uninitialised lazy parameters or buffers "
+            f"({', '.join(lazy[:4])}): call `model(x)` once to materialise them first"
+        )
 
 
 @contextlib.contextmanager
@@ -57,6 +74,7 @@ def preserved_state(model: nn.Module) -> Iterator[None]:
         raise TypeError(
             f"preserved_state(): model must be an nn.Module, got {type(model).__name__}"
         )
+    _check_materialised("preserved_state", model)
     flags = {module: module.training for module in model.modules()}
     state = {name: value.detach().clone() for name, value in model.state_dict().items()}
     grads = {p: None if p.grad is None else p.grad.clone() for p in model.parameters()}
@@ -82,19 +100,93 @@ def _statistics(model: nn.Module) -> list[Tensor]:
     ]
 
 
+def _tensors(output: object) -> list[Tensor]:
+    """The tensors in a model's output: itself, or those in a (nested) tuple, list or dict."""
+    if isinstance(output, Tensor):
+        return [output]
+    if isinstance(output, tuple | list):
+        return [t for item in output for t in _tensors(item)]
+    if isinstance(output, dict):
+        return [t for item in output.values() for t in _tensors(item)]
+    return []
+
+
+def _forward(model: nn.Module, x: Tensor, grad: str, seed: int) -> list[Tensor]:
+    torch.manual_seed(seed)  # the caller forks the RNG: this never reaches the notebook's
+    with GRAD_MODES[grad]():
+        output = model(x)
+    tensors = _tensors(output)
+    if not tensors:
+        raise TypeError(
+            "mode_table(): model(x) must return a tensor, or a tuple, list or dict of tensors; "
+            f"it returned {type(output).__name__}"
+        )
+    return tensors
+
+
+def _equal(first: list[Tensor], second: list[Tensor]) -> bool:
+    def same(a: Tensor, b: Tensor) -> bool:
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point() or a.is_complex():  # NaN where the other has NaN is equal
+            return bool(torch.isclose(a, b, rtol=0, atol=0, equal_nan=True).all())
+        return torch.equal(a, b)
+
+    return len(first) == len(second) and all(map(same, first, second))
+
+
+def _leaves(loss: Tensor) -> list[Tensor]:
+    """The tensors whose ``.grad`` ``loss.backward()`` would fill (its graph's leaves)."""
+    leaves: dict[int, Tensor] = {}
+    seen: set[Any] = set()
+    stack = [loss.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        variable = getattr(node, "variable", None)  # an AccumulateGrad node
+        if isinstance(variable, Tensor):
+            leaves[id(variable)] = variable
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return list(leaves.values())
+
+
+def _backward(output: list[Tensor], grad: str, anything_requires_grad: bool) -> str:
+    roots = [t for t in output if t.requires_grad]
+    if not roots:
+        if grad != "enabled":
+            return "fails: no graph was recorded"
+        if not anything_requires_grad:
+            return "fails: neither x nor any parameter requires grad"
+        return "fails: the output depends on nothing that requires grad"
+    loss = sum((t.real if t.is_complex() else t).sum() for t in roots)
+    assert isinstance(loss, Tensor)
+    try:
+        # autograd.grad runs the whole backward but fills no .grad (x's and parameters' stay).
+        torch.autograd.grad(loss, _leaves(loss), allow_unused=True)
+    except RuntimeError as error:
+        return _short_error(error)
+    return "works"
+
+
 def _short_error(error: Exception) -> str:
     text = str(error)
-    if "does not require grad" in text:
-        return "fails: no graph was recorded"
     if "Inference tensors" in text:
         return "fails: inference tensors cannot be saved for backward"
     return f"fails: {text.splitlines()[0][:60]}"
 
 
 def _row(
-    model: nn.Module, x: Tensor, mode: str, grad: str, reference: Tensor, seed: int
+    model: nn.Module, x: Tensor, mode: str, grad: str, reference: list[Tensor], seed: int
 ) -> dict[str, Any]:
     model.train(mode == "train")
+    # Behavioural, not a search for nn.Dropout: F.dropout(training=self.training) and an
+    # RNN's dropout= count too. Each other-seed run starts from the state as found.
+    others = []
+    for offset in range(1, _OTHER_SEEDS + 1):
+        with preserved_state(model):
+            others.append(_forward(model, x, grad, seed + offset))
     before = _statistics(model)
     storages: dict[tuple[int, str], int] = {}
 
@@ -103,25 +195,19 @@ def _row(
         storages[(storage.data_ptr(), str(tensor.device))] = storage.nbytes()
         return tensor
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)  # every row draws the same dropout masks
-        with GRAD_MODES[grad](), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            output = model(x)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        output = _forward(model, x, grad, seed)  # every row draws the same dropout masks
     updated = any(not torch.equal(a, b) for a, b in zip(before, _statistics(model), strict=True))
-    try:
-        output.sum().backward()
-        backward = "works"
-    except RuntimeError as error:
-        backward = _short_error(error)
+    anything = x.requires_grad or any(p.requires_grad for p in model.parameters())
     return {
         "mode": mode,
         "grad mode": grad,
-        "output requires grad": output.requires_grad,
-        "equal to train output": bool(torch.equal(output.detach(), reference)),
-        "dropout active": any(m.training for m in model.modules() if isinstance(m, _DROPOUT)),
+        "output requires grad": any(t.requires_grad for t in output),
+        "equal to train output": _equal([t.detach() for t in output], reference),
+        "dropout active": any(not _equal(output, other) for other in others),
         "batch-norm stats updated": updated,
         "bytes saved for backward": sum(storages.values()),
-        "backward": backward,
+        "backward": _backward(output, grad, anything),
     }
 
 
@@ -154,14 +240,32 @@ def mode_table(model: nn.Module, x: Tensor, *, seed: int = 0) -> ModeTable:
     """What ``model(x)`` does under each of {train, eval} × {grad enabled, no_grad, inference_mode}.
 
     Each of the six rows runs the forward pass from the same random state (so dropout draws
-    the same masks), then tries ``output.sum().backward()``. Its record says whether the
-    output requires grad, whether it equals the train-mode output (computed first, with grad
-    enabled), whether dropout was active, whether batch norm's running statistics changed,
-    how many bytes the graph saved for backward, and whether backward works (or, in a few
-    words, why not). The model's state is restored after every row, also when it raises.
+    the same masks), then runs backward from the sum of the output. Its record says:
+
+    - ``output requires grad``: whether the output does (autograd recorded it);
+    - ``equal to train output``: whether it equals the train-mode output (computed first,
+      with grad enabled);
+    - ``dropout active``: whether the output is random, found by running the same forward
+      from other seeds and comparing. That covers every kind of active dropout (``nn.Dropout``,
+      ``F.dropout(x, training=self.training)``, an RNN's ``dropout=``), and any other random
+      layer too (``nn.RReLU`` in train mode);
+    - ``batch-norm stats updated``: whether batch norm's running statistics changed;
+    - ``bytes saved for backward``: what the recorded graph keeps alive;
+    - ``backward``: ``"works"``, or in a few words why not (``"fails: no graph was recorded"``
+      under ``no_grad``; ``"fails: neither x nor any parameter requires grad"`` when grad is
+      enabled but there is nothing to record).
+
+    An output that is a tuple, list or dict of tensors (an RNN's ``(output, h_n)``) counts as
+    all of its tensors: it requires grad if any of them does, equals the train output if all
+    of them do, is random if any of them is, and backward runs from the sum of all of them.
+
+    Nothing is changed: the model's state is restored after every row (also when it raises),
+    backward fills no ``.grad`` (neither the parameters' nor ``x``'s), and the global random
+    state is the one the caller had.
 
     Args:
-        model: an ``nn.Module`` taking ``x``.
+        model: an ``nn.Module`` taking ``x``, with its lazy modules (``nn.LazyLinear``)
+            already materialised.
         x: a floating-point input batch.
         seed: the seed every row's dropout starts from.
 
@@ -175,18 +279,20 @@ def mode_table(model: nn.Module, x: Tensor, *, seed: int = 0) -> ModeTable:
         >>> table = mode_table(model, torch.ones(4, 3))
         >>> [(r["mode"], r["grad mode"], r["dropout active"]) for r in table][:2]
         [('train', 'enabled', True), ('train', 'no_grad', True)]
+        >>> [r["dropout active"] for r in table if r["mode"] == "eval"]
+        [False, False, False]
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"mode_table(): model must be an nn.Module, got {type(model).__name__}")
     check_float_tensor("mode_table", "x", x)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"mode_table(): seed must be a non-negative int, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"mode_table(): seed must be an int in [0, 2**63), got {seed!r}")
+    _check_materialised("mode_table", model)
     table = ModeTable()
-    with preserved_state(model):
-        with preserved_state(model), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+    with torch.random.fork_rng(devices=[]), preserved_state(model):
+        with preserved_state(model):
             model.train()
-            reference = model(x).detach()
+            reference = [t.detach() for t in _forward(model, x, "enabled", seed)]
         for mode in ("train", "eval"):
             for grad in GRAD_MODES:
                 with preserved_state(model):

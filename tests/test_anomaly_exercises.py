@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import json
+import math
+from pathlib import Path
+
 import pytest
 import torch
 
-from autograd_helpers.checks import check_finite_gradients, check_training_step
+import autograd_helpers as ah
+from autograd_helpers.checks import check_finite_gradients, check_function, check_training_step
+
+NOTEBOOK = Path(__file__).parent.parent / "notebooks" / "04_anomaly_mode.ipynb"
 
 
 def mean_radius(points):
@@ -123,7 +131,7 @@ def test_right_training_steps_pass(answer):
     ("answer", "phrase"),
     [
         (train_step, "modified by an inplace operation"),
-        (forgets_to_reset_grad, "after step 3 the loss is"),  # step 2 still starts right
+        (forgets_to_reset_grad, "after step 2 parameter 0 differs"),  # seen in the update
         (shifts_after_the_loss, "after step 1 the loss is"),
         (lambda w, x, t: None, "returned a NoneType"),
         (..., "not implemented yet"),
@@ -133,3 +141,250 @@ def test_right_training_steps_pass(answer):
 def test_wrong_training_steps_fail(answer, phrase):
     result = check_training_step(answer, reference=train_step, make_inputs=make_inputs)
     assert not result.passed and phrase in result.message, result.message
+
+
+# --- exercise 1: points beside the singular one, and what the loss returned -------------------
+
+
+def masks_each_coordinate(p):
+    safe = torch.where(p == 0, torch.ones_like(p), p)
+    squared = (p**2).sum(dim=1)
+    return torch.where(
+        squared > 0, torch.sqrt((safe**2).sum(dim=1)), torch.zeros_like(squared)
+    ).mean()
+
+
+def any_zero_is_the_origin(p):
+    bad = (p == 0).any(dim=1)
+    safe = torch.where(bad[:, None], torch.ones_like(p), p)
+    return torch.where(bad, torch.zeros(()), torch.sqrt((safe**2).sum(dim=1))).mean()
+
+
+@pytest.mark.parametrize("answer", [masks_each_coordinate, any_zero_is_the_origin])
+def test_a_fix_that_masks_too_much_fails_beside_the_singular_point(answer):
+    result = check(answer)
+    assert not result.passed, result.message
+    assert "at the regular point [[0, 2], [3, -4]] its value is" in result.message
+    assert "treat too much as the singular point" in result.message
+
+
+def test_the_double_where_on_the_squared_length_still_passes():
+    def double_where(p):
+        r2 = (p * p).sum(-1)
+        return torch.where(r2 == 0, 0.0, r2.where(r2 != 0, 1.0).sqrt()).mean()
+
+    assert check(double_where).passed
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrases"),
+    [
+        (
+            lambda p: torch.linalg.vector_norm(p, dim=1),
+            ["returned a tensor of shape (3,)", "the original's shape is ()", "`.mean()`"],
+        ),
+        (
+            lambda p: torch.sqrt((p**2).sum(dim=1).detach()).mean(),
+            ["does not require grad", "not connected to the input", "`.detach()`"],
+        ),
+        (
+            lambda p: float(torch.linalg.vector_norm(p, dim=1).mean().detach()),
+            ["returned a Python float, not a tensor", "`.item()`"],
+        ),
+    ],
+    ids=["no-mean", "detached", "float"],
+)
+def test_what_the_loss_returned_is_named(answer, phrases):
+    result = check(answer)
+    assert not result.passed and "raised an exception" not in result.message, result.message
+    for phrase in phrases:
+        assert phrase in result.message, result.message
+
+
+# --- exercise 2: the classic causes of a wrong update ----------------------------------------
+
+
+def scaled_step(sign, rate):
+    def step(w, x, target):
+        loss = ((torch.tanh(x @ w) + 0.5 - target) ** 2).mean()
+        loss.backward()
+        with torch.no_grad():
+            w -= sign * rate * w.grad
+        w.grad = None
+        return loss
+
+    return step
+
+
+def rebinds(w, x, target):
+    loss = ((torch.tanh(x @ w) + 0.5 - target) ** 2).mean()
+    loss.backward()
+    w = (w - 0.1 * w.grad).detach().requires_grad_()
+    return loss
+
+
+def returns_the_next_loss(w, x, target):
+    loss = ((torch.tanh(x @ w) + 0.5 - target) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+        loss = ((torch.tanh(x @ w) + 0.5 - target) ** 2).mean()
+    w.grad = None
+    return loss
+
+
+def hides_the_change(w, x, target):
+    hidden = torch.tanh(x @ w)
+    hidden.data += 0.5  # the gradient silently uses tanh + 0.5
+    loss = ((hidden - target) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+    w.grad = None
+    return loss
+
+
+def detaches(w, x, target):
+    hidden = torch.tanh(x @ w).detach() + 0.5
+    loss = ((hidden - target) ** 2).mean()
+    loss.backward()
+    return loss
+
+
+@pytest.mark.parametrize(
+    ("answer", "phrases"),
+    [
+        (forgets_to_reset_grad, ["after step 2 parameter 0 differs", "accumulate in `.grad`"]),
+        (scaled_step(-1, 0.1), ["after step 1 parameter 0", "wrong way, uphill"]),
+        (scaled_step(1, 0.01), ["0.1 times the right one", "learning rate"]),
+        (rebinds, ["did not change the parameters", "only rebinds a local name"]),
+        (returns_the_next_loss, ["after step 1 the loss is", "loss after this step's update"]),
+        (shifts_after_the_loss, ["after step 1 the loss is", "forward computation"]),
+        (hides_the_change, ["the loss matched but the update did not", "`.data`"]),
+        (detaches, ["does not require grad", "not connected to the parameters"]),
+        (lambda w, x, t: fixed(w, x, t).item(), ["returned a float", "`loss.item()`"]),
+    ],
+    ids=[
+        "accumulates",
+        "sign",
+        "rate",
+        "rebinds",
+        "next-loss",
+        "no-shift",
+        "data",
+        "detach",
+        "item",
+    ],
+)
+def test_a_wrong_step_gets_its_likely_cause(answer, phrases):
+    result = check_training_step(answer, reference=train_step, make_inputs=make_inputs)
+    assert not result.passed, result.message
+    for phrase in phrases:
+        assert phrase in result.message, result.message
+
+
+def test_right_steps_with_an_optimizer_or_autograd_grad_pass():
+    def with_sgd(w, x, target):
+        optimizer = torch.optim.SGD([w], lr=0.1)
+        optimizer.zero_grad()
+        loss = ((torch.tanh(x @ w) + 0.5 - target) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    def with_mse(w, x, target):
+        loss = torch.nn.functional.mse_loss(torch.tanh(x @ w), target - 0.5)
+        (g,) = torch.autograd.grad(loss, w)
+        with torch.no_grad():
+            w.sub_(0.1 * g)
+        return loss.detach()
+
+    for answer in (with_sgd, with_mse):
+        result = check_training_step(answer, reference=train_step, make_inputs=make_inputs)
+        assert result.passed, result.message
+
+
+# --- exercise 3: SafeSinc is checked beside 0 as well as at 0 --------------------------------
+
+# The inputs chapter 04 gives `check_function` for SafeSinc: 0, and points near it on both
+# sides, where a backward that is only safe because it is zero around 0 shows.
+SINC_POINTS = torch.tensor([-2.0, -0.3, -0.05, -1e-3, 0.0, 1e-3, 0.05, 0.5, 3.0])
+
+
+class Sinc(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        safe = torch.where(x == 0, torch.ones_like(x), x)
+        return torch.where(x == 0, torch.ones_like(x), torch.sin(safe) / safe)
+
+
+def sinc_with(derivative):
+    class SafeSinc(Sinc):
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * derivative(x)
+
+    return SafeSinc
+
+
+def _formula(x):
+    return (x * torch.cos(x) - torch.sin(x)) / x**2
+
+
+def _masked(x, near, value):
+    safe = torch.where(near, torch.ones_like(x), x)
+    return torch.where(near, value, _formula(safe))
+
+
+SINC_RIGHT = {
+    "double-where": lambda x: _masked(x, x == 0, torch.zeros_like(x)),
+    "single-where": lambda x: torch.where(x == 0, torch.zeros_like(x), _formula(x)),
+    "nan_to_num": lambda x: torch.nan_to_num(_formula(x), nan=0.0),
+    "masked_fill": lambda x: _formula(x).masked_fill(x == 0, 0.0),
+    "epsilon": lambda x: (x * torch.cos(x) - torch.sin(x)) / (x**2 + 1e-30),
+    "taylor-1e-2": lambda x: _masked(x, x.abs() < 1e-2, -x / 3),
+    "taylor-0.1": lambda x: _masked(x, x.abs() < 0.1, -x / 3),
+    "taylor-two-terms": lambda x: _masked(x, x.abs() < 0.5, -x / 3 + x**3 / 30),
+}
+SINC_WRONG = {
+    "zero-near-0.1": lambda x: _masked(x, x.abs() < 0.1, torch.zeros_like(x)),
+    "zero-near-1e-2": lambda x: _masked(x, x.abs() < 1e-2, torch.zeros_like(x)),
+    "big-epsilon": lambda x: (x * torch.cos(x) - torch.sin(x)) / (x**2 + 1e-2),
+    "taylor-too-wide": lambda x: _masked(x, x.abs() < 1, -x / 3),
+}
+
+
+def check_sinc(answer):
+    return check_function(answer, SINC_POINTS, reference=lambda t: torch.sinc(t / math.pi))
+
+
+@pytest.mark.parametrize("name", SINC_RIGHT)
+def test_right_safe_sinc_backwards_pass_beside_0(name):
+    result = check_sinc(sinc_with(SINC_RIGHT[name]))
+    assert result.passed, result.message
+
+
+@pytest.mark.parametrize("name", SINC_WRONG)
+def test_a_safe_sinc_backward_wrong_beside_0_fails(name):
+    result = check_sinc(sinc_with(SINC_WRONG[name]))
+    assert not result.passed and "the gradient for `x` is off" in result.message, result.message
+
+
+def test_the_notebooks_safe_sinc_check_looks_beside_0():
+    # The chapter's own checker cell, run on a backward that is zero for |x| < 0.1.
+    cells = [
+        "".join(cell["source"])
+        for cell in json.loads(NOTEBOOK.read_text())["cells"]
+        if cell["cell_type"] == "code"
+    ]
+    (source,) = [c for c in cells if "check_function(" in c and "SafeSinc" in c]
+    tree = ast.parse(source)
+    last = tree.body.pop()
+    assert isinstance(last, ast.Expr), "the checker cell ends with the check"
+    namespace = {"torch": torch, "ah": ah, "SafeSinc": sinc_with(SINC_WRONG["zero-near-0.1"])}
+    exec(compile(tree, "checker cell", "exec"), namespace)
+    result = eval(compile(ast.Expression(last.value), "checker cell", "eval"), namespace)
+    assert not result.passed, "the notebook's SafeSinc check has no point near 0 but 0 itself"

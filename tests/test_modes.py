@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from autograd_helpers.modes import MODE_COLUMNS, ModeTable, mode_table, preserved_state
@@ -111,3 +112,114 @@ def test_preserved_state_restores_a_batch_norm():
 def test_bad_arguments(call, error, phrase):
     with pytest.raises(error, match=phrase):
         call()
+
+
+def _by_key(table):
+    return {(r["mode"], r["grad mode"]): r for r in table}
+
+
+def test_a_tuple_output_counts_all_its_tensors():
+    torch.manual_seed(0)
+    gru = nn.GRU(4, 5, num_layers=2, dropout=0.5)  # returns (output, h_n)
+    rows = _by_key(mode_table(gru, torch.randn(3, 2, 4)))
+    assert rows["train", "enabled"]["backward"] == "works"
+    assert rows["eval", "enabled"]["output requires grad"] is True
+    assert [rows["train", g]["equal to train output"] for g in ("no_grad", "inference_mode")] == [
+        True,
+        True,
+    ]
+
+
+class DictOutput(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return {"scores": self.linear(x), "note": None, "inputs": [x]}
+
+
+def test_a_dict_output_works_and_an_output_without_tensors_is_refused():
+    table = mode_table(DictOutput(), X)
+    assert [r["backward"] for r in table if r["grad mode"] == "enabled"] == ["works", "works"]
+
+    class Nothing(nn.Module):
+        def forward(self, x):
+            return "done"
+
+    with pytest.raises(TypeError, match=r"model\(x\) must return a tensor.*returned str"):
+        mode_table(Nothing(), X)
+
+
+class FunctionalDropout(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return F.dropout(self.linear(x), 0.5, training=self.training)
+
+
+class RecurrentDropout(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(4, 5, num_layers=2, dropout=0.5)
+
+    def forward(self, x):
+        return self.gru(x)[0]
+
+
+@pytest.mark.parametrize(
+    ("model", "x"),
+    [(FunctionalDropout(), X), (RecurrentDropout(), torch.randn(3, 2, 4))],
+    ids=["F.dropout", "GRU(dropout=)"],
+)
+def test_dropout_is_found_by_behaviour_not_by_module_type(model, x):
+    rows = _by_key(mode_table(model, x))
+    assert all(rows["train", grad]["dropout active"] for grad in ("enabled", "no_grad"))
+    assert not any(rows["eval", grad]["dropout active"] for grad in ("enabled", "no_grad"))
+
+
+class Detaching(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.linear(x).detach()
+
+
+@pytest.mark.parametrize(
+    ("model", "enabled"),
+    [
+        (nn.Sequential(nn.Dropout(0.5), nn.Tanh()), "fails: neither x nor any parameter"),
+        (nn.Linear(4, 2).requires_grad_(False), "fails: neither x nor any parameter"),
+        (Detaching(), "fails: the output depends on nothing that requires grad"),
+    ],
+    ids=["parameter-free", "frozen", "detached"],
+)
+def test_backward_failing_with_grad_enabled_does_not_blame_grad_mode(model, enabled):
+    for record in mode_table(model, X):
+        expected = enabled if record["grad mode"] == "enabled" else "no graph was recorded"
+        assert expected in record["backward"], record
+
+
+def test_no_gradient_and_no_random_state_is_touched():
+    model = nn.Sequential(nn.Linear(4, 2), nn.Dropout())
+    x = X.clone().requires_grad_()
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    table = mode_table(model, x)
+    assert torch.equal(torch.rand(3), expected)  # the caller's random stream goes on unchanged
+    assert x.grad is None and all(p.grad is None for p in model.parameters())
+    assert [r["backward"] for r in table if r["grad mode"] == "enabled"] == ["works", "works"]
+
+
+def test_a_lazy_model_gets_a_clear_error_and_stays_lazy():
+    model = nn.Sequential(nn.LazyLinear(3), nn.Dropout())
+    with pytest.raises(ValueError, match=r"uninitialised lazy .*0\.weight.*call `model\(x\)` once"):
+        mode_table(model, torch.randn(4, 5))
+    assert torch.nn.parameter.is_lazy(model[0].weight)
+    model(torch.randn(4, 5))  # materialised: now it works
+    assert len(mode_table(model, torch.randn(4, 5))) == 6

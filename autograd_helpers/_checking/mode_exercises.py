@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import functools
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -21,6 +23,19 @@ from autograd_helpers._checking.submission import STUB_HINT
 from autograd_helpers.modes import MODE_COLUMNS, mode_table
 
 __all__ = ["check_evaluate", "check_frozen", "check_mode_predictions"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _keeps_random_state(checker: Callable[_P, _R]) -> Callable[_P, _R]:
+    # The checkers seed to build their models; the notebook's random stream must not notice.
+    @functools.wraps(checker)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with torch.random.fork_rng(devices=[]):
+            return checker(*args, **kwargs)
+
+    return wrapper
 
 
 def _classifier() -> nn.Sequential:
@@ -48,19 +63,57 @@ def _expected(loader: Sequence[tuple[Tensor, Tensor]]) -> tuple[float, float]:
     with torch.inference_mode():
         right = _mean_loss(model, loader)
     model.train()
-    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+    with torch.no_grad():
         torch.manual_seed(0)
         wrong = _mean_loss(model, loader)
     return right, wrong
 
 
+def _batch_norm_buffers(model: nn.Module) -> list[Tensor]:
+    return [
+        buffer.clone()
+        for module in model.modules()
+        if isinstance(module, nn.modules.batchnorm._BatchNorm)
+        for buffer in module.buffers()
+    ]
+
+
+def _mode_problem(model: nn.Module, start: str) -> tuple[str, str] | None:
+    """(title, hint) when ``model`` is not wholly back in the ``start`` mode, else None."""
+    training = start == "train"
+    flags = {module.training for module in model.modules()}
+    if flags == {training}:
+        return None
+    other = "eval" if training else "train"
+    if flags == {not training}:
+        return (
+            f"the model was in {start} mode before and is in {other} mode after.",
+            "Restore the mode you found: remember `was_training = model.training`, and call "
+            "`model.train(was_training)` at the end (not simply `model.train()`).",
+        )
+    if model.training == training:
+        changed = [name for name, m in model.named_modules() if m.training != training]
+        return (
+            f"the model was in {start} mode before; after, its own flag says {start} but its "
+            f"submodules {', '.join(changed)} are in {other} mode.",
+            "Setting `model.training = ...` changes only the model's own flag; "
+            "`model.train(was_training)` sets it on every submodule.",
+        )
+    return (
+        f"the model was in {start} mode before; after, some of its modules are in train mode "
+        "and some in eval mode.",
+        "Restore the mode with `model.train(was_training)`: it sets every submodule.",
+    )
+
+
+@_keeps_random_state
 def check_evaluate(fn: object, *, name: str | None = None) -> CheckResult:
     """Check a learner's ``evaluate(model, loader)``: the eval-mode mean loss, nothing changed.
 
     ``evaluate`` must return the mean over the loader's batches of
     ``F.mse_loss(model(x), y)`` in eval mode, record no graph, and leave the model in the mode
     it found it (checked once starting from train mode, once from eval mode), with batch
-    norm's running statistics unchanged.
+    norm's running statistics unchanged. The global random state is left as it was.
 
     Example::
 
@@ -84,19 +137,14 @@ def check_evaluate(fn: object, *, name: str | None = None) -> CheckResult:
     right, wrong = _expected(loader)
     for start in ("train", "eval"):
         model = _classifier().train(start == "train")
-        running_mean = model[1].running_mean
-        assert isinstance(running_mean, Tensor)
-        statistics = running_mean.clone()
+        statistics = _batch_norm_buffers(model)
         saved: list[int] = []
 
         def count(tensor: Tensor, saved: list[int] = saved) -> Tensor:
             saved.append(tensor.numel())
             return tensor
 
-        with (
-            torch.random.fork_rng(devices=[]),
-            torch.autograd.graph.saved_tensors_hooks(count, lambda t: t),
-        ):
+        with torch.autograd.graph.saved_tensors_hooks(count, lambda t: t):
             torch.manual_seed(0)
             outcome = run_learner_code(fn, model, loader)
         if outcome.error is not None:
@@ -106,6 +154,13 @@ def check_evaluate(fn: object, *, name: str | None = None) -> CheckResult:
             value = float(value.detach())
         if isinstance(value, bool) or not isinstance(value, int | float):
             return failed(label, f"it returned a {type(value).__name__}, not the mean loss.")
+        moved = not all(map(torch.equal, statistics, _batch_norm_buffers(model)))
+        # In train mode batch norm learns from whatever it sees, the evaluation data included.
+        leak = (
+            "In train mode batch norm updates its running statistics from every batch it sees: "
+            "the evaluation data leaks into the model. Call `model.eval()` (it switches every "
+            "submodule) before the first forward pass, a warm-up pass included."
+        )
         if abs(value - right) > 1e-5:
             details = [f"It returned {value:.6g}; the eval-mode mean loss is {right:.6g}."]
             if abs(value - wrong) < 1e-5:
@@ -113,20 +168,21 @@ def check_evaluate(fn: object, *, name: str | None = None) -> CheckResult:
                     "Hint: that is the train-mode loss (dropout on, batch statistics of each "
                     "batch): call `model.eval()` before the loop."
                 )
+            elif moved:
+                title = (
+                    f"on a model in {start} mode, batch norm's running statistics changed: "
+                    "batch norm ran in train mode during the evaluation."
+                )
+                return failed(label, title, *details, leak)
             return failed(label, f"on a model in {start} mode the value is off.", *details)
-        flags = {module.training for module in model.modules()}
-        if flags != {start == "train"}:
-            now = "eval" if flags == {False} else "train" if flags == {True} else "a mix of both"
+        mode_problem = _mode_problem(model, start)
+        if mode_problem is not None:
+            return failed(label, *mode_problem)
+        if moved:
             return failed(
                 label,
-                f"the model was in {start} mode before and is in {now} mode after.",
-                "Restore the mode you found: remember `was_training = model.training`, and "
-                "call `model.train(was_training)` at the end (not simply `model.train()`).",
-            )
-        if not torch.equal(running_mean, statistics):
-            return failed(
-                label,
-                "batch norm's running statistics changed: evaluation ran in train mode.",
+                "batch norm's running statistics changed: a forward pass ran in train mode.",
+                leak,
             )
         if saved:
             return failed(
@@ -142,17 +198,57 @@ def check_evaluate(fn: object, *, name: str | None = None) -> CheckResult:
     )
 
 
-def _network() -> nn.Sequential:
+def _networks() -> list[tuple[str, nn.Sequential]]:
+    """The chapter's network first, then two whose last layer sits at another index."""
     torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+    chapter = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+    deeper = nn.Sequential(
+        nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(),
+        nn.Linear(8, 2),
+    )  # fmt: skip
+    block = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU())
+    nested = nn.Sequential(block, nn.Dropout(0.1), nn.Linear(8, 2))
+    return [
+        ("the chapter's five-module network", chapter),
+        ("a seven-module network (last layer at index 6)", deeper),
+        ("a three-module network that starts with a nested block", nested),
+    ]
 
 
+def _freezing_problem(model: nn.Sequential) -> tuple[str, list[str]] | None:
+    """What is wrong with ``model`` after the learner froze it (title, details), or None."""
+    names = dict(model.named_parameters())
+    last = {f"{len(model) - 1}.{n}" for n, _ in model[-1].named_parameters()}
+    still = sorted(n for n, p in names.items() if n not in last and p.requires_grad)
+    frozen_last = sorted(n for n in last if not names[n].requires_grad)
+    if still:
+        details = [f"Still learning: {', '.join(still)}."]
+        if any("requires_grad" in vars(module) for module in model.modules()):
+            details.append(
+                "Hint: `module.requires_grad = False` sets a new attribute that nothing reads. "
+                "Call `module.requires_grad_(False)`, or set it on each parameter."
+            )
+        elif any(not module.training for module in model.modules()):
+            details.append("Hint: `model.eval()` changes dropout and batch norm, not gradients.")
+        return "layers before the last one still get gradients.", details
+    if frozen_last:
+        return f"the last layer is frozen too ({', '.join(frozen_last)}).", []
+    model(torch.ones(3, 4)).sum().backward()
+    with_grad = sorted(n for n, p in names.items() if p.grad is not None)
+    if with_grad != sorted(last):
+        return f"after backward these have a .grad: {', '.join(with_grad)}.", []
+    return None
+
+
+@_keeps_random_state
 def check_frozen(fn: object, *, name: str | None = None) -> CheckResult:
     """Check a learner's ``fn(model)`` that freezes every layer but the last one.
 
-    After ``fn(model)`` on a five-module ``nn.Sequential`` (three ``Linear`` layers), only
-    the last layer's parameters may require grad, and a backward pass must fill their
-    ``.grad`` and no other.
+    ``fn`` freezes the chapter's five-module ``nn.Sequential`` (three ``Linear`` layers), then
+    a seven-module one and a three-module one that starts with a nested block (so that fixed
+    indices or names fail). Each time only the last layer's parameters may require grad, and
+    a backward pass must fill their ``.grad`` and no other. The global random state is left
+    as it was.
 
     Example::
 
@@ -167,35 +263,46 @@ def check_frozen(fn: object, *, name: str | None = None) -> CheckResult:
         return not_implemented(label, STUB_HINT)
     if not callable(fn):
         return failed(label, f"expected a function, got {type(fn).__name__}.")
-    model = _network()
-    outcome = run_learner_code(fn, model)
-    if outcome.error is not None:
-        return from_learner_error(label, "freezing", outcome)
-    names = dict(model.named_parameters())
-    last = {"4.weight", "4.bias"}
-    still = sorted(n for n, p in names.items() if n not in last and p.requires_grad)
-    frozen_last = sorted(n for n in last if not names[n].requires_grad)
-    if still:
-        details = [f"Still learning: {', '.join(still)}."]
-        if any("requires_grad" in vars(module) for module in model.modules()):
-            details.append(
-                "Hint: `module.requires_grad = False` sets a new attribute that nothing reads. "
-                "Call `module.requires_grad_(False)`, or set it on each parameter."
-            )
-        elif not model.training:
-            details.append("Hint: `model.eval()` changes dropout and batch norm, not gradients.")
-        return failed(label, "layers before the last one still get gradients.", *details)
-    if frozen_last:
-        return failed(label, f"the last layer is frozen too ({', '.join(frozen_last)}).")
-    model(torch.ones(3, 4)).sum().backward()
-    with_grad = sorted(n for n, p in names.items() if p.grad is not None)
-    if with_grad != sorted(last):
-        return failed(label, f"after backward these have a .grad: {', '.join(with_grad)}.")
+    networks = _networks()
+    chapter = networks[0][0]
+    for description, model in networks:
+        outcome = run_learner_code(fn, model)
+        if outcome.error is not None:
+            stage = "freezing" if description == chapter else f"freezing {description}"
+            return from_learner_error(label, stage, outcome)
+        problem = _freezing_problem(model)
+        if problem is None:
+            continue
+        title, details = problem
+        if description == chapter:
+            return failed(label, title, *details)
+        return failed(
+            label,
+            f"it works for {chapter} but not for {description}: {title}",
+            *details,
+            "Hint: find the layers from the model itself (`model[:-1]`, `model[-1]`), not "
+            "from fixed indices or names: a network of another depth has its last layer "
+            "elsewhere.",
+        )
     return CheckResult(
         "passed",
-        f"{label} passed: after backward only 4.weight and 4.bias have a gradient; the frozen "
-        "layers record no gradient of their own.",
+        f"{label} passed: after backward only the last layer has a gradient (4.weight and "
+        "4.bias in the chapter's network; also tried on networks of seven and three "
+        "modules); the frozen layers record no gradient of their own.",
     )
+
+
+def _read(answer: object, truth: object) -> object:
+    """The answer as a value of the truth's kind: a numpy or torch bool, or 1 or 0, as a bool."""
+    if isinstance(answer, bool | str):
+        return answer
+    if isinstance(truth, bool):
+        if isinstance(answer, numbers.Integral):
+            return bool(answer) if answer in (0, 1) else answer
+        is_bool = str(getattr(answer, "dtype", "")) in ("bool", "torch.bool")
+        return bool(answer) if is_bool and getattr(answer, "ndim", None) == 0 else answer
+    # A count: 2496.0 or numpy's 2496 say the same as 2496.
+    return truth if isinstance(answer, numbers.Real) and answer == truth else answer
 
 
 def check_mode_predictions(
@@ -207,6 +314,10 @@ def check_mode_predictions(
     name: str = "predicted",
 ) -> CheckResult:
     """Check predictions of :func:`~autograd_helpers.modes.mode_table` entries, one by one.
+
+    A yes/no entry takes ``True`` or ``False``; a numpy or 0-dim torch bool, or ``1`` and
+    ``0``, count as the same answer (the feedback says how it read them). Strings such as
+    ``"True"`` do not.
 
     Args:
         predicted: a list with one answer per question (``True``/``False``, or a number).
@@ -237,14 +348,23 @@ def check_mode_predictions(
     if len(predicted) != len(questions):
         return failed(name, f"{len(predicted)} answers for {len(questions)} questions.")
     table = {(r["mode"], r["grad mode"]): r for r in mode_table(model, x)}
-    lines, wrong = [], 0
+    lines, wrong, strings = [], 0, False
     for (mode, grad, column), answer in zip(questions, predicted, strict=True):
         truth: Any = table[mode, grad][column]
-        if answer == truth and type(answer) is type(truth):
-            lines.append(f"✓ {mode}, {grad}, {column}: {truth}")
+        read = _read(answer, truth)
+        # 1 and 0 count as True and False, and the line says how it read them.
+        reread = isinstance(read, bool) and isinstance(answer, numbers.Integral)
+        reread = reread and not isinstance(answer, bool)
+        strings |= isinstance(truth, bool) and isinstance(answer, str)
+        if read == truth and type(read) is type(truth):
+            note = f" (you wrote {answer!r})" if reread else ""
+            lines.append(f"✓ {mode}, {grad}, {column}: {truth}{note}")
         else:
             wrong += 1
-            lines.append(f"✗ {mode}, {grad}, {column}: you said {answer!r}; it is {truth!r}")
+            said = f"{answer!r} (read as {read!r})" if reread else repr(answer)
+            lines.append(f"✗ {mode}, {grad}, {column}: you said {said}; it is {truth!r}")
+    if strings:
+        lines.append("Answer with the values True and False, not the strings 'True' and 'False'.")
     if wrong:
         return failed(name, f"{wrong} of {len(questions)} predictions are off.", *lines)
     return CheckResult(

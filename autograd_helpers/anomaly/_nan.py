@@ -1,66 +1,35 @@
-"""``find_nan_origin``: where the first NaN of a forward and backward pass comes from."""
+"""``find_nan_origin``: where the NaN of a forward and backward pass comes from."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from torch import Tensor
+from torch.autograd.function import BackwardCFunction
+
 from autograd_helpers._checking.validate import check_callable
-from autograd_helpers.anomaly._tracing import Report, run_watched
+from autograd_helpers.anomaly._backward import NanStory, NodeEvent, nan_story
+from autograd_helpers.anomaly._causes import backward_cause, forward_nan, value_cause
+from autograd_helpers.anomaly._forward import Made, Watch, infinity_in
+from autograd_helpers.anomaly._tracing import Report, Run, run_watched
 
 __all__ = ["NanOrigin", "find_nan_origin"]
-
-_WHERE_TRAP = (
-    " If it sits inside `torch.where`, the branch not taken still gets a zero gradient, and "
-    "0 × ∞ is NaN: feed that branch a safe input too (the double-where fix)."
-)
-_CAUSES = {
-    "Sqrt": "the derivative of √x, 1/(2√x), is infinite at 0, and anything multiplied by it "
-    "becomes NaN where it was 0 (0 × ∞). Add a small epsilon under the root "
-    "(`torch.sqrt(x + 1e-12)`) or keep x away from 0." + _WHERE_TRAP,
-    "Rsqrt": "the derivative of 1/√x is infinite at 0. Add a small epsilon." + _WHERE_TRAP,
-    "Log": "the derivative of log x, 1/x, is infinite at 0 (and log of a negative number is "
-    "already NaN). Clamp the argument (`x.clamp(min=1e-12)`) or use a stable form such as "
-    "`torch.log1p` or `logsumexp`." + _WHERE_TRAP,
-    "Div": "a division by zero (or by something that underflowed to zero) makes an infinite "
-    "gradient, and 0 × ∞ is NaN. Keep the denominator away from zero (add an epsilon)."
-    + _WHERE_TRAP,
-    "Reciprocal": "the derivative of 1/x is infinite at 0. Keep x away from zero." + _WHERE_TRAP,
-    "Pow": "a fractional power such as x ** 0.5 has an infinite derivative at 0. Add an "
-    "epsilon, or avoid the power at 0." + _WHERE_TRAP,
-    "Mul": "an infinite value met a zero: 0 × ∞ is NaN. Look for an overflow (an `exp` of a "
-    "large number) earlier in forward.",
-    "Acos": "the derivative of acos is infinite at ±1. Clamp the argument to (-1 + ε, 1 - ε).",
-    "Asin": "the derivative of asin is infinite at ±1. Clamp the argument to (-1 + ε, 1 - ε).",
-    "Atanh": "the derivative of atanh is infinite at ±1. Clamp the argument.",
-}
-_CUSTOM = (
-    "this is a custom Function: its own backward returned NaN. Find its singular point (a "
-    "division by zero, 0 × ∞) and make backward safe there, for example with "
-    "`torch.where(x == 0, limit, formula)` or an epsilon."
-)
-_FORWARD_CAUSES = {
-    "log": "log of a negative number is NaN (log 0 is -inf). Clamp the argument.",
-    "sqrt": "the square root of a negative number is NaN. Clamp the argument, or ask why it "
-    "can be negative.",
-    "div": "0 / 0 is NaN (and ∞ / ∞). Keep the denominator away from zero.",
-    "sub": "∞ - ∞ is NaN: something overflowed to infinity earlier.",
-    "mul": "0 × ∞ is NaN: something overflowed to infinity earlier.",
-}
 
 
 @dataclass(frozen=True, repr=False)
 class NanOrigin(Report):
-    """Where a NaN first appeared.
+    """Where a NaN came from.
 
     Attributes:
-        found: whether forward or backward produced a NaN.
-        stage: ``"forward"`` or ``"backward"`` (``""`` when not found).
-        node: the operation (``"log"``) or backward node (``"SqrtBackward0"``) that made it.
+        found: whether an input, forward or backward held a NaN.
+        stage: ``"input"`` (an input already held it), ``"forward"`` or ``"backward"``
+            (``""`` when not found).
+        node: the operation (``"log"``) or backward node (``"SqrtBackward0"``) where it starts.
         source: the learner's own forward line that created it: ``"in loss: d = torch.sqrt(x)"``.
-        message: one paragraph: what, where, the usual cause and the usual fix.
+        message: one paragraph: what, where, the cause and the usual fix.
     """
 
     stage: str = ""
@@ -68,26 +37,179 @@ class NanOrigin(Report):
     source: str = ""
 
 
-def _cause(node: str) -> str:
-    base = re.sub(r"Backward\d*$", "", node)
-    for key, cause in _CAUSES.items():
-        if base == key or (base.startswith(key) and base[len(key) :].isdigit()):
-            return cause
-    if node.endswith("Backward") and not node[-1].isdigit():
-        return _CUSTOM
-    return "Look at the values reaching this operation: an infinity or a zero in a denominator."
+def _input_names(fn: Callable[..., Any], count: int) -> list[str]:
+    """``"`p` (argument 0)"`` for each input, or ``"0"`` when the signature says nothing."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    names = []
+    for k in range(count):
+        usable = k < len(parameters) and parameters[k].kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        )
+        names.append(f"`{parameters[k].name}` (argument {k})" if usable else str(k))
+    return names
+
+
+def _nan_in_input(fn: Callable[..., Any], inputs: Sequence[Any]) -> NanOrigin | None:
+    names = _input_names(fn, len(inputs))
+    for name, x in zip(names, inputs, strict=True):
+        if not isinstance(x, Tensor) or not x.is_floating_point() or not bool(x.isnan().any()):
+            continue
+        positions = x.detach().isnan().nonzero()
+        where = f", at position {tuple(positions[0].tolist())}" if x.dim() else ""
+        more = f" (and {len(positions) - 1} more)" if len(positions) > 1 else ""
+        message = (
+            f"Input {name} already contains NaN{where}{more}: it does not come from fn. Find "
+            "where that input was made, checking it there with `torch.isnan(x).any()`."
+        )
+        title = f"NaN already in input {name}"
+        return NanOrigin(True, message, title, (message,), stage="input")
+    return None
+
+
+def _in_forward(watch: Watch) -> NanOrigin:
+    made = watch.first_nan
+    if made is None:
+        op, line = watch.nan_use or ("an operation", "")
+        where = f" ({line})" if line else ""
+        message = (
+            f"No operation of fn made the NaN: `{op}`{where} received a tensor that already "
+            "held it and that fn did not compute (a model's parameter, or a global tensor). "
+            "Find where that tensor got its NaN."
+        )
+        title = f"NaN in forward, from a tensor fn did not make (first used by `{op}`)"
+        return NanOrigin(True, message, title, (message,), stage="forward", node=op, source=line)
+    where = f" ({made.line})" if made.line else ""
+    message = f"The NaN appears in forward, made by `{made.op}`{where}: {forward_nan(made)}"
+    return NanOrigin(
+        True,
+        message,
+        f"NaN in forward: `{made.op}`",
+        (message,),
+        stage="forward",
+        node=made.op,
+        source=made.line,
+    )
+
+
+def _line(line: str) -> str:
+    return f" ({line})" if line else ""
+
+
+def _at(event: NodeEvent | None) -> str:
+    return _line(event.line) if event is not None else ""
+
+
+def _used(event: NodeEvent, watch: Watch) -> tuple[str, Made | None] | None:
+    """The non-finite value of forward a node used (``"NaN"``, ``"-inf"``...), and the op
+    where it started; ``None`` when the node used finite values only."""
+    if event.saved is None:
+        return None
+    kind = "nan" if bool(event.saved.isnan().any()) else "inf"
+    value = "NaN" if kind == "nan" else infinity_in(event.saved)
+    return value, watch.made_for(event.saved, kind) or watch.first(kind)
+
+
+def _in_backward(story: NanStory, run: Run) -> NanOrigin:
+    origin, nan_at = story.origin, story.nan_at
+    if origin is None:  # infinities summed, none of them made by a node we watched
+        message = (
+            "No operation made the NaN: infinite gradients of opposite sign were added where "
+            "two paths of the graph meet (∞ − ∞ is NaN)."
+        )
+        return NanOrigin(True, message, "NaN in backward", (message,), stage="backward")
+    made = f", created by the line {origin.line}" if origin.line else ""
+    use = _used(origin, run.watch)
+    value, source = use if use is not None else ("", None)
+    start = f", which started in `{source.op}`{_line(source.line)}" if source else ""
+    used = f"a value that forward computed as {value}{start}" if use else ""
+    if use is not None:
+        cause = value_cause(source)
+    else:
+        cause = backward_cause(origin.name, isinstance(origin.node, BackwardCFunction))
+    if story.summed:
+        meet = f", at the input of `{nan_at.name}`{_at(nan_at)}" if nan_at else ""
+        sources = " and ".join(f"`{e.name}`{_at(e)}" for e in (origin, *story.others[:2]))
+        parts = [
+            "No operation made the NaN: infinite gradients of opposite sign were added where "
+            f"two paths of the graph meet{meet}, and ∞ − ∞ is NaN. The infinities come from "
+            f"{sources}."
+        ]
+    elif nan_at is origin or nan_at is None:
+        parts = [f"The NaN comes from `{origin.name}`{made}."]
+        if used:
+            form = "0 × NaN" if value == "NaN" else "0 × ∞"
+            parts.append(f"It uses {used}, so even a zero gradient comes out NaN ({form} is NaN).")
+    else:
+        because = f" (it uses {used})" if used else ""
+        parts = [
+            f"The NaN comes from `{origin.name}`{made}.",
+            f"It was infinite there{because}; the NaN appears in `{nan_at.name}`{_at(nan_at)}, "
+            "where that infinity met a zero (0 × ∞ is NaN).",
+        ]
+    if story.others and not story.summed:
+        others = ", ".join(f"`{e.name}`{_at(e)}" for e in story.others[:2])
+        parts.append(f"Not the cause: {others} also made an infinite gradient, never NaN.")
+    first = run.watch.first_nan  # forward's output is finite: it made a NaN and threw it away
+    if first is not None and first is source:
+        parts.append(
+            "Forward made that NaN and discarded it, as `torch.where` does with the branch "
+            "not taken, but backward still used it."
+        )
+    elif first is not None:
+        parts.append(
+            f"Forward also made a NaN with `{first.op}` ({first.line}) and then discarded it, "
+            "as `torch.where` does with the branch not taken."
+        )
+    parts.append(cause)
+    message = " ".join(parts)
+    return NanOrigin(
+        True,
+        message,
+        f"NaN in backward, from `{origin.name}`",
+        (message,),
+        stage="backward",
+        node=origin.name,
+        source=origin.line,
+    )
+
+
+def _no_nan(run: Run) -> NanOrigin:
+    if not any(output.requires_grad for output in run.outputs):
+        message = (
+            "No NaN in forward, and no backward to check: fn's result does not require grad "
+            "(no input is a floating-point tensor, or the graph was cut with `.detach()`, "
+            "`torch.no_grad()` or `.item()`)."
+        )
+        return NanOrigin(False, message, "no NaN in forward; nothing to differentiate", (message,))
+    infinite = [f"`{event.name}`" for event in run.backward.events if event.made == "inf"]
+    tail = f" (but {', '.join(infinite)} produced infinite gradients)" if infinite else ""
+    message = f"No NaN: forward and backward ran without one{tail}."
+    return NanOrigin(False, message, "no NaN in forward or backward", (message,))
 
 
 def find_nan_origin(fn: Callable[..., Any], *inputs: Any) -> NanOrigin:
-    """Run ``fn(*inputs)`` and its backward and report where the first NaN came from.
+    """Run ``fn(*inputs)`` and its backward and report where the NaN comes from.
 
     Floating-point tensor inputs are replaced by fresh leaves that require grad, and the
-    backward pass starts from a gradient of ones. A NaN made in forward is traced to the op
-    that made it from NaN-free inputs; one made in backward to the node anomaly mode names,
-    and through the forward traceback it recorded, to the line of ``fn`` that created it.
+    backward pass starts from a gradient of ones (for each output, when ``fn`` returns a
+    tuple or list of tensors). It runs with :func:`torch.autograd.grad`: no ``.grad`` is
+    changed, a model's parameters' included.
+
+    - An input that already holds NaN is named, with the position of its first NaN.
+    - A NaN made in forward is traced to the op that made it from NaN-free arguments, and
+      when that op met an infinity (``0 × ∞``), to the op that made the infinity.
+    - A NaN made in backward is traced to the node where it starts: the node that made it
+      from finite gradients, or, when it received an infinity that met a zero, back to the
+      node that made that infinity (an infinite gradient that never becomes NaN is not
+      blamed). Through the forward traceback anomaly mode recorded, the report names the
+      line of ``fn`` that created that node, and from the values the node used, the cause.
 
     Args:
-        fn: the computation, returning one tensor (a loss, say).
+        fn: the computation, returning a tensor (a loss, say), or a tuple or list of tensors.
         *inputs: its inputs.
 
     Returns:
@@ -102,56 +224,21 @@ def find_nan_origin(fn: Callable[..., Any], *inputs: Any) -> NanOrigin:
         (True, 'backward', 'SqrtBackward0')
     """
     check_callable("find_nan_origin", "fn", fn)
-    outcome, watch, backward, _ = run_watched(fn, inputs, check_nan=False)
-    error = outcome.error
+    in_input = _nan_in_input(fn, inputs)
+    if in_input is not None:
+        return in_input
+    run = run_watched(fn, inputs)
+    error = run.outcome.error
     if error is not None:
         message = f"fn raised {error.describe()} {error.where}".strip()
         return NanOrigin(False, message, "fn raised an exception", (message,), raised=True)
-    output = outcome.value
-    if bool(output.isnan().any()):
-        op, line = watch.first_nan or ("an operation", "")
-        cause = _FORWARD_CAUSES.get(op, "check the values reaching it.")
-        where = f" ({line})" if line else ""
-        message = f"The NaN appears in forward, made by `{op}`{where}: {cause}"
-        return NanOrigin(
-            True,
-            message,
-            f"NaN in forward: `{op}`",
-            (message,),
-            stage="forward",
-            node=op,
-            source=line,
+    if run.returned:
+        message = (
+            f"fn returned {run.returned}: find_nan_origin needs fn to return a tensor (a loss), "
+            "or a tuple or list of tensors."
         )
-    nan = next((event for event in backward.events if event[1] == "nan"), None)
-    if nan is None:
-        infinite = [f"`{node}`" for node, _, _ in backward.events]
-        tail = f" (but {', '.join(infinite)} produced infinite gradients)" if infinite else ""
-        message = f"No NaN: forward and backward ran without one{tail}."
-        return NanOrigin(False, message, "no NaN in forward or backward", (message,))
-    origin = backward.events[0]  # the first non-finite gradient: an inf that became NaN, or NaN
-    node, _, line = origin
-    made = f", created by the line {line}" if line else ""
-    parts = [f"The first non-finite gradient comes from `{node}`{made}."]
-    if nan is not origin:
-        nan_line = f" ({nan[2]})" if nan[2] else ""
-        parts.append(
-            f"It was infinite there; the NaN appears in `{nan[0]}`{nan_line}, where that "
-            "infinity met a zero (0 × ∞ is NaN)."
-        )
-    if watch.first_nan is not None:
-        op, forward_line = watch.first_nan
-        parts.append(
-            f"Forward also made a NaN with `{op}` ({forward_line}) and then discarded it, as "
-            "`torch.where` does with the branch not taken."
-        )
-    parts.append(f"Usually {_cause(node)}")
-    message = " ".join(parts)
-    return NanOrigin(
-        True,
-        message,
-        f"NaN in backward, from `{node}`",
-        (message,),
-        stage="backward",
-        node=node,
-        source=line,
-    )
+        return NanOrigin(False, message, "fn did not return a tensor", (message,), raised=True)
+    if any(bool(output.isnan().any()) for output in run.outputs):
+        return _in_forward(run.watch)
+    story = nan_story(run.backward)
+    return _no_nan(run) if story is None else _in_backward(story, run)

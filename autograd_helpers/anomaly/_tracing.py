@@ -1,9 +1,7 @@
-"""Watching a forward and backward pass: the learner's lines, NaNs, in-place operations."""
+"""Running the learner's fn forward and backward under anomaly mode, watching both."""
 
 from __future__ import annotations
 
-import re
-import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -11,44 +9,14 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.overrides import TorchFunctionMode
 
 from autograd_helpers._checking.feedback import box_html, box_text
-from autograd_helpers._checking.runner import is_learner_file, run_learner_code
+from autograd_helpers._checking.runner import Outcome, run_learner_code
+from autograd_helpers.anomaly._backward import BackwardRecord, graph_nodes, watch_backward
+from autograd_helpers.anomaly._forward import Watch, kind_of
+from autograd_helpers.anomaly._frames import FRAME, learner_frame_in
 
-__all__ = [
-    "FRAME",
-    "BackwardRecord",
-    "Report",
-    "Watch",
-    "learner_frame_in",
-    "learner_frame_now",
-    "run_watched",
-]
-
-FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n\s+(.+)')
-
-
-def _code(line: str) -> str:
-    """A line of code without its trailing comment."""
-    return line.split("  #")[0].strip()
-
-
-def learner_frame_now() -> str:
-    """``"in loss: y = torch.log(x)"`` for the innermost learner frame of the current stack."""
-    for frame in reversed(traceback.extract_stack()):
-        if is_learner_file(frame.filename) and frame.line:
-            return f"in {frame.name}: {_code(frame.line)}"
-    return ""
-
-
-def learner_frame_in(trace: str) -> str:
-    """The innermost learner frame of a formatted traceback (anomaly mode's), as above."""
-    found = ""
-    for filename, _line, function, code in FRAME.findall(trace):
-        if is_learner_file(filename):
-            found = f"in {function}: {_code(code)}"
-    return found
+__all__ = ["FRAME", "Report", "Run", "run_watched"]
 
 
 def _leaves(inputs: Sequence[Any]) -> list[Any]:
@@ -61,130 +29,73 @@ def _leaves(inputs: Sequence[Any]) -> list[Any]:
     ]
 
 
-def _op_name(func: Any) -> str:
-    name = str(getattr(func, "__name__", func))
-    return name.strip("_")
-
-
-def _makes_nan(result: object, arguments: Sequence[object]) -> bool:
-    """A floating-point result with a NaN made from arguments without one."""
-    if not isinstance(result, Tensor) or not result.is_floating_point():
-        return False
-    if not bool(result.isnan().any()):
-        return False
-    return not any(
-        isinstance(a, Tensor) and a.is_floating_point() and bool(a.isnan().any()) for a in arguments
-    )
-
-
-class Watch(TorchFunctionMode):
-    """Records the first op that makes a NaN from NaN-free inputs, and every in-place op."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.first_nan: tuple[str, str] | None = None  # (op, learner line)
-        self.inplace: list[dict[str, Any]] = []
-
-    def __torch_function__(
-        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
-    ) -> Any:
-        kwargs = kwargs or {}
-        name = str(getattr(func, "__name__", ""))
-        target = args[0] if args and isinstance(args[0], Tensor) else None
-        in_place = target is not None and (
-            name == "__setitem__"
-            or (name.endswith("_") and not name.startswith("_"))
-            or (name.startswith("__i") and name.endswith("__"))
-        )
-        if in_place and target is not None:
-            self.inplace.append(
-                {
-                    "op": name,
-                    "shape": tuple(target.shape),
-                    "made_by": type(target.grad_fn).__name__ if target.grad_fn else "a leaf",
-                    "version": target._version,
-                    "line": learner_frame_now(),
-                }
-            )
-        result = func(*args, **kwargs)
-        if self.first_nan is None and _makes_nan(result, (*args, *kwargs.values())):
-            self.first_nan = (_op_name(func), learner_frame_now())
-        return result
-
-
-def _graph_nodes(root: Any) -> list[Any]:
-    """Every node below ``root`` except the leaves' ``AccumulateGrad``."""
-    seen, stack, nodes = {root}, [root], []
-    while stack:
-        node = stack.pop()
-        if not hasattr(node, "variable"):
-            nodes.append(node)
-        for child, _ in node.next_functions:
-            if child is not None and child not in seen:
-                seen.add(child)
-                stack.append(child)
-    return nodes
-
-
 @dataclass
-class BackwardRecord:
-    """What happened in backward: each node that produced a NaN or inf, in the order it ran."""
+class Run:
+    """What :func:`run_watched` saw."""
 
-    events: list[tuple[str, str, str]] = field(default_factory=list)  # (node, kind, line)
-
-
-def _watch_backward(output: Tensor) -> tuple[BackwardRecord, list[Any]]:
-    record = BackwardRecord()
-
-    def hook_for(node: Any) -> Callable[..., None]:
-        def hook(grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> None:
-            made = [g for g in grad_inputs if isinstance(g, Tensor)]
-            if any(bool(g.isnan().any()) for g in made):
-                kind = "nan"
-            elif any(bool(g.isinf().any()) for g in made):
-                kind = "inf"
-            else:
-                return
-            trace = "".join(node.metadata.get("traceback_", []))
-            record.events.append((type(node).__name__, kind, learner_frame_in(trace)))
-
-        return hook
-
-    handles = [node.register_hook(hook_for(node)) for node in _graph_nodes(output.grad_fn)]
-    return record, handles
+    outcome: Outcome
+    watch: Watch
+    backward: BackwardRecord
+    trace: str  # the forward traceback anomaly mode reported with an error, or ""
+    outputs: list[Tensor]  # the tensors fn returned
+    returned: str = ""  # what fn returned instead of tensors ("a str"), or ""
 
 
-def run_watched(
-    fn: Callable[..., Any], inputs: Sequence[Any], check_nan: bool
-) -> tuple[Any, Watch, BackwardRecord, str]:
-    """Forward and backward under anomaly mode: (outcome, forward watch, backward record,
-    the forward traceback anomaly mode reported with an error)."""
-    watch, backward = Watch(), BackwardRecord()
+def run_watched(fn: Callable[..., Any], inputs: Sequence[Any]) -> Run:
+    """Forward and backward under anomaly mode (``check_nan=False``), watching both.
+
+    ``fn`` may return a tensor, or a tuple or list of tensors: backward starts from a
+    gradient of ones for each that requires grad. It runs with ``torch.autograd.grad``, so
+    no ``.grad`` (a model's parameters', say) is changed.
+    """
+    watch = Watch()
     leaves = _leaves(inputs)
+    run = Run(Outcome(), watch, BackwardRecord(), "", [])
 
-    def forward_and_backward() -> Tensor:
-        nonlocal backward
+    def forward_and_backward() -> None:
         with watch:
-            output = fn(*leaves)
-        if not isinstance(output, Tensor):
-            raise TypeError(f"fn must return a tensor, got {type(output).__name__}")
-        if output.requires_grad and not bool(output.isnan().any()):
-            backward, handles = _watch_backward(output)
-            try:
-                output.backward(torch.ones_like(output))
-            finally:
-                for handle in handles:
-                    handle.remove()
-        return output
+            value = fn(*leaves)
+        values = list(value) if isinstance(value, list | tuple) else [value]
+        others = [type(v).__name__ for v in values if not isinstance(v, Tensor)]
+        if not values or others:
+            run.returned = f"a {type(value).__name__}"
+            if isinstance(value, list | tuple):
+                run.returned += f" holding a {others[0]}" if others else " without tensors"
+            return
+        run.outputs = values
+        roots = [v for v in values if v.requires_grad]
+        if not roots or any(kind_of(v) == "nan" for v in values):
+            return  # a NaN in forward is explained from forward alone
+        nodes = graph_nodes([v.grad_fn for v in roots if v.grad_fn is not None])
+        targets = [node.variable for node in nodes if hasattr(node, "variable")]
+        if not targets:
+            return
+        handles = watch_backward(nodes, run.backward, learner_frame_in)
+        try:
+            grads = torch.autograd.grad(
+                roots,
+                targets,
+                [torch.ones_like(v) for v in roots],
+                retain_graph=True,  # the in-place report reads the saved tensors afterwards
+                allow_unused=True,
+            )
+        finally:
+            for handle in handles:
+                handle.remove()
+        run.backward.leaves = [
+            (target, kind_of(grad))
+            for target, grad in zip(targets, grads, strict=True)
+            if grad is not None
+        ]
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with torch.autograd.detect_anomaly(check_nan=check_nan):
-            outcome = run_learner_code(forward_and_backward)
-    trace = next(
+        with torch.autograd.detect_anomaly(check_nan=False):
+            run.outcome = run_learner_code(forward_and_backward)
+    run.trace = next(
         (str(w.message) for w in caught if str(w.message).startswith("Error detected in")), ""
     )
-    return outcome, watch, backward, trace
+    return run
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,168 @@
+"""Watching backward node by node, and following a NaN back to where it starts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import Tensor
+
+from autograd_helpers.anomaly._forward import kind_of
+
+__all__ = ["BackwardRecord", "NanStory", "NodeEvent", "graph_nodes", "nan_story", "watch_backward"]
+
+_RANK = {"": 0, "inf": 1, "nan": 2}
+
+
+def _kind(value: object) -> str:
+    return kind_of(value) if isinstance(value, Tensor) else ""
+
+
+def _worst(kinds: Sequence[str]) -> str:
+    return max(kinds, key=_RANK.__getitem__, default="")
+
+
+def graph_nodes(roots: Sequence[Any]) -> list[Any]:
+    """Every node below ``roots``, the leaves' ``AccumulateGrad`` nodes included."""
+    seen, stack, nodes = set(roots), list(roots), []
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return nodes
+
+
+@dataclass(frozen=True)
+class NodeEvent:
+    """A backward node that received or produced a NaN or an infinity."""
+
+    node: Any = field(repr=False)
+    name: str
+    line: str  # the learner's forward line that created the node
+    incoming: str  # the worst of the gradients it received: "", "inf" or "nan"
+    produced: tuple[str, ...]  # the same, for each gradient it sent (one per next function)
+    saved: Tensor | None = field(default=None, repr=False)  # a non-finite value it saved
+
+    @property
+    def made(self) -> str:
+        """What this node made worse: ``"nan"``, ``"inf"`` or ``""`` (it passed it along)."""
+        worst = _worst(self.produced)
+        return worst if _RANK[worst] > _RANK[self.incoming] else ""
+
+    def sent_to(self, other: NodeEvent) -> str:
+        """The worst gradient this node sent to ``other``'s node."""
+        edges = self.node.next_functions
+        return _worst(
+            [
+                kind
+                for (child, _), kind in zip(edges, self.produced, strict=False)
+                if child is other.node
+            ]
+        )
+
+
+@dataclass
+class BackwardRecord:
+    """What happened in backward: the nodes that met a NaN or inf, in the order they ran,
+    and each leaf with the worst value of its gradient."""
+
+    events: list[NodeEvent] = field(default_factory=list)
+    leaves: list[tuple[Tensor, str]] = field(default_factory=list)
+
+
+def _saved_non_finite(node: Any) -> Tensor | None:
+    """A tensor ``node`` saved in forward that holds a NaN or an infinity."""
+    for name in dir(node):
+        if not name.startswith("_saved_"):
+            continue
+        try:
+            value = getattr(node, name)
+        except RuntimeError:  # freed, or changed in place
+            continue
+        for tensor in value if isinstance(value, list | tuple) else [value]:
+            if _kind(tensor):
+                return tensor  # type: ignore[no-any-return]
+    return None
+
+
+def watch_backward(
+    nodes: Sequence[Any], record: BackwardRecord, line_of: Callable[[str], str]
+) -> list[Any]:
+    """Hook every node but ``AccumulateGrad``: note those that meet a NaN or inf in ``record``
+    (``line_of`` finds the learner's line in the node's forward traceback).
+
+    Returns the hook handles, to remove afterwards.
+    """
+
+    def hook_for(node: Any) -> Callable[..., None]:
+        def hook(grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> None:
+            produced = tuple(_kind(g) for g in grad_inputs)
+            incoming = _worst([_kind(g) for g in grad_outputs])
+            if not incoming and not any(produced):
+                return
+            trace = "".join(node.metadata.get("traceback_", []))
+            makes = _RANK[_worst(produced)] > _RANK[incoming]
+            record.events.append(
+                NodeEvent(
+                    node,
+                    type(node).__name__,
+                    line_of(trace),
+                    incoming,
+                    produced,
+                    _saved_non_finite(node) if makes else None,
+                )
+            )
+
+        return hook
+
+    return [node.register_hook(hook_for(node)) for node in nodes if not hasattr(node, "variable")]
+
+
+@dataclass(frozen=True)
+class NanStory:
+    """Where a NaN of backward comes from.
+
+    ``origin`` is the node where the non-finite value starts (from finite gradients);
+    ``nan_at`` the node where it becomes NaN (``origin`` itself, or a later node where an
+    infinity from ``origin`` met a zero). With ``summed``, no node made the NaN: infinite
+    gradients of opposite sign were added where two paths meet (at ``nan_at``'s input, or a
+    leaf when ``nan_at`` is ``None``); ``origin`` is then the first node that made one.
+    ``others`` are infinite gradients that did not lead to the NaN.
+    """
+
+    origin: NodeEvent | None
+    nan_at: NodeEvent | None
+    summed: bool = False
+    others: tuple[NodeEvent, ...] = ()
+
+
+def _back_to_the_infinity(events: list[NodeEvent], nan_at: NodeEvent) -> NodeEvent:
+    """Follow the infinite gradient ``nan_at`` received back to the node that made it."""
+    current = nan_at
+    while current.incoming == "inf":
+        before = events[: events.index(current)]
+        parent = next((e for e in before if e.sent_to(current) == "inf"), None)
+        if parent is None:
+            break
+        current = parent
+    return current
+
+
+def nan_story(record: BackwardRecord) -> NanStory | None:
+    """Follow the first NaN of backward back to where it starts; ``None`` without a NaN."""
+    events = record.events
+    makers = [e for e in events if e.made == "inf"]
+    for event in events:
+        if event.made == "nan":
+            origin = _back_to_the_infinity(events, event)
+            chain = {id(origin)}
+            return NanStory(origin, event, others=tuple(e for e in makers if id(e) not in chain))
+        if event.incoming == "nan":  # no node made it: infinities summed on the way here
+            return NanStory(makers[0] if makers else None, event, True, tuple(makers[1:]))
+    if any(kind == "nan" for _, kind in record.leaves):
+        return NanStory(makers[0] if makers else None, None, True, tuple(makers[1:]))
+    return None

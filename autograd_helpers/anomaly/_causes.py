@@ -1,0 +1,154 @@
+"""Why an operation makes a NaN or an infinity, and the usual fix, in one or two sentences.
+
+Each text is a whole sentence, chosen from what the values show: a node whose own
+derivative is infinite at the point (``Sqrt`` at 0), a node that multiplies by an infinity
+forward made (``log`` of 0), a custom Function's backward, or an op of forward.
+"""
+
+from __future__ import annotations
+
+import re
+
+from autograd_helpers.anomaly._forward import Made
+
+__all__ = ["CUSTOM", "backward_cause", "forward_cause", "forward_nan", "nan_form", "value_cause"]
+
+WHERE_TRAP = (
+    " If it sits inside `torch.where`, the branch not taken still gets a zero gradient, and "
+    "0 × ∞ is NaN: feed that branch a safe input too (the double-where fix)."
+)
+DISCARDED = (
+    " If forward discards it (the branch `torch.where` does not take), backward still uses "
+    "it: give that branch a safe input too (the double-where fix)."
+)
+
+# Nodes whose own derivative is infinite (or 0/0) at some point, by node name.
+_SINGULAR = {
+    "Sqrt": "The derivative of √x, 1/(2√x), is infinite at 0, and anything multiplied by it "
+    "becomes NaN where it was 0 (0 × ∞). Add a small epsilon under the root "
+    "(`torch.sqrt(x + 1e-12)`) or keep x away from 0." + WHERE_TRAP,
+    "Rsqrt": "The derivative of 1/√x is infinite at 0. Add a small epsilon." + WHERE_TRAP,
+    "Log": "The derivative of log x, 1/x, is infinite at 0 (and log of a negative number is "
+    "already NaN). Clamp the argument (`x.clamp(min=1e-12)`) or use a stable form such as "
+    "`torch.log1p` or `logsumexp`." + WHERE_TRAP,
+    "Div": "A division by zero (or by something that underflowed to zero) makes an infinite "
+    "gradient, and 0 × ∞ is NaN. Keep the denominator away from zero (add an epsilon)."
+    + WHERE_TRAP,
+    "Reciprocal": "The derivative of 1/x is infinite at 0. Keep x away from zero." + WHERE_TRAP,
+    "Pow": "A fractional power such as x ** 0.5 has an infinite derivative at 0. Add an "
+    "epsilon, or avoid the power at 0." + WHERE_TRAP,
+    "Acos": "The derivative of acos is infinite at ±1. Clamp the argument to (-1 + ε, 1 - ε).",
+    "Asin": "The derivative of asin is infinite at ±1. Clamp the argument to (-1 + ε, 1 - ε).",
+    "Atanh": "The derivative of atanh is infinite at ±1. Clamp the argument.",
+    "Xlogy": "The derivative of `xlogy(x, y)` with respect to y is x / y, which is 0 / 0 where "
+    "both are 0 (as in `xlogy(p, p)` at p = 0, where the derivative of p log p, log p + 1, "
+    "is infinite anyway). Choose the gradient you want there with the double `torch.where`.",
+}
+CUSTOM = (
+    "This is a custom Function: its own backward returned NaN. Find its singular point (a "
+    "division by zero, 0 × ∞) and make backward safe there, for example with "
+    "`torch.where(x == 0, limit, formula)` or an epsilon."
+)
+
+# A NaN made by an op of forward, from arguments without NaN or inf.
+_FORWARD_NAN = {
+    "log": "log of a negative number is NaN (log 0 is -inf). Clamp the argument.",
+    "sqrt": "the square root of a negative number is NaN. Clamp the argument, or ask why it "
+    "can be negative.",
+    "div": "0 / 0 is NaN (and ∞ / ∞). Keep the denominator away from zero.",
+    "acos": "acos of a number outside [-1, 1] is NaN. Clamp the argument.",
+    "asin": "asin of a number outside [-1, 1] is NaN. Clamp the argument.",
+    "pow": "a negative number to a fractional power is NaN. Keep the base positive.",
+}
+_FORWARD_NAN_DEFAULT = (
+    "NaN comes from 0 / 0, 0 × ∞, ∞ − ∞, or a function outside its domain (log or sqrt of a "
+    "negative number): check the values reaching it."
+)
+
+# An infinity made by an op of forward, from finite arguments.
+_LOGS = ("log", "log2", "log10", "xlogy")
+_OVERFLOWS = ("exp", "exp2", "expm1", "pow", "mul", "square", "cosh", "sinh", "matmul", "sum")
+_DIVISIONS = ("div", "true_divide", "reciprocal", "rsqrt")
+
+
+def _forward_infinity(op: str) -> str:
+    if op in _LOGS:
+        return (
+            f"`{op}` of 0 is -inf. Give it a safe input where its argument is 0 (the double "
+            "`torch.where`: `torch.log(torch.where(p > 0, p, torch.ones_like(p)))`), or clamp "
+            "the argument (`p.clamp(min=1e-12)`)."
+        )
+    if op in _OVERFLOWS:
+        return (
+            f"`{op}` overflowed (float32 ends near 3.4e38; `exp` of more than about 88 is "
+            "inf). Compute in a stable form: subtract the maximum before `exp`, or use "
+            "`torch.logsumexp`, `torch.softmax` or `torch.log_softmax`."
+        )
+    if op in _DIVISIONS:
+        return (
+            f"`{op}` divided by zero. Keep the denominator away from zero (an epsilon), or "
+            "pick a safe denominator with the double `torch.where`."
+        )
+    return f"`{op}` made an infinite value: keep its input in the range where it is finite."
+
+
+def nan_form(op: str) -> str:
+    """How an op makes NaN out of an infinity: ``"0 × ∞"`` for ``mul``, and so on."""
+    forms = {"mul": "0 × ∞", "add": "∞ − ∞", "sub": "∞ − ∞", "rsub": "∞ − ∞", "div": "∞ / ∞"}
+    return forms.get(op, "0 × ∞, ∞ − ∞ or ∞ / ∞")
+
+
+def _where(line: str) -> str:
+    return f" ({line})" if line else ""
+
+
+def forward_nan(made: Made) -> str:
+    """Why ``made.op`` made a NaN in forward: a clause to follow a colon, then the fix."""
+    if made.from_op is not None:
+        source = made.from_op
+        return (
+            f"it met {source.value}, which started in `{source.op}`{_where(source.line)}, and "
+            f"{nan_form(made.op)} is NaN. {_forward_infinity(source.op)}"
+        )
+    if made.infinite_argument:
+        return (
+            f"it met an infinity that fn did not make (an input or a parameter holds inf), and "
+            f"{nan_form(made.op)} is NaN. Find where that infinity was made."
+        )
+    return _FORWARD_NAN.get(made.op, _FORWARD_NAN_DEFAULT)
+
+
+def forward_cause(made: Made) -> str:
+    """The cause of a NaN or an infinity that ``made.op`` made in forward, as sentences."""
+    if made.kind == "inf":
+        return _forward_infinity(made.op)
+    if made.from_op is not None:
+        return _forward_infinity(made.from_op.op)
+    text = forward_nan(made)
+    return text[:1].upper() + text[1:]
+
+
+def value_cause(made: Made | None) -> str:
+    """The cause for a backward node that uses a non-finite value of forward: what made it."""
+    if made is None:
+        return (
+            "fn did not make that value: an input or a parameter already holds it. Find where "
+            "it was made."
+        )
+    cause = forward_cause(made)
+    return cause if "double" in cause else cause + DISCARDED
+
+
+def backward_cause(node: str, custom: bool) -> str:
+    """The cause for a node that made a NaN or an infinity out of finite values."""
+    if custom:
+        return CUSTOM
+    base = re.sub(r"Backward\d*$", "", node)
+    for key, cause in _SINGULAR.items():
+        if base == key or (base.startswith(key) and base[len(key) :].isdigit()):
+            return cause
+    return (
+        f"`{node}`'s own derivative is not finite at these inputs (a 0 / 0 or 0 × ∞ inside "
+        "it). Look for an input of that line at the edge of the function's domain (a 0, or "
+        "±1), and keep it away from there: an epsilon, a clamp, or the double `torch.where`."
+    )

@@ -1,0 +1,198 @@
+"""Watching forward: the ops that make a NaN or an infinity, and those that change a tensor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.overrides import TorchFunctionMode
+
+from autograd_helpers.anomaly._frames import learner_frame_now
+
+__all__ = ["InPlace", "Made", "Watch", "infinity_in", "kind_of", "storage_of"]
+
+MAX_RECORDS = 64  # non-finite values and in-place ops remembered per run: enough to explain one
+
+
+def _op_name(func: Any) -> str:
+    name = str(getattr(func, "__name__", func))
+    return name.strip("_")
+
+
+def _tensors(values: Sequence[Any]) -> Iterator[Tensor]:
+    """The tensors among ``values``, and inside lists and tuples among them (``torch.cat``)."""
+    for value in values:
+        if isinstance(value, Tensor):
+            yield value
+        elif isinstance(value, list | tuple):
+            yield from (v for v in value if isinstance(v, Tensor))
+
+
+def _version(tensor: Tensor) -> int | None:
+    try:
+        return tensor._version
+    except RuntimeError:  # inference tensors have no version counter
+        return None
+
+
+def kind_of(tensor: Tensor) -> str:
+    """``"nan"``, ``"inf"`` or ``""``: the worst non-finite value a tensor holds."""
+    if not tensor.is_floating_point() or tensor.is_meta:
+        return ""
+    try:
+        if bool(tensor.isnan().any()):
+            return "nan"
+        return "inf" if bool(tensor.isinf().any()) else ""
+    except (RuntimeError, NotImplementedError):  # a layout without isnan (sparse, say)
+        return ""
+
+
+def infinity_in(tensor: Tensor) -> str:
+    """``"-inf"``, ``"inf"`` or ``"±inf"``: the signs of the infinities a tensor holds."""
+    infinite = tensor.detach()[tensor.detach().isinf()]
+    signs = {"-inf" if float(v) < 0 else "inf" for v in infinite[:1000]}
+    return "±inf" if len(signs) > 1 else next(iter(signs), "inf")
+
+
+def storage_of(tensor: Tensor) -> int:
+    """The address of a tensor's memory: views, ``detach()`` and the tensor itself share it."""
+    try:
+        return int(tensor.untyped_storage().data_ptr())
+    except RuntimeError:  # a tensor without storage (a functional or meta tensor)
+        return -1
+
+
+@dataclass(frozen=True)
+class Made:
+    """An op of forward that made a NaN (or an infinity) from arguments without one."""
+
+    kind: str  # "nan" or "inf"
+    op: str
+    line: str
+    value: str  # "NaN", "inf", "-inf" or "±inf"
+    storages: tuple[Any, ...] = field(repr=False)  # held, so that no later tensor reuses them
+    infinite_argument: bool = False  # a NaN made from an argument holding an infinity
+    from_op: Made | None = None  # the op where that infinity started
+
+    def holds(self, tensor: Tensor) -> bool:
+        return storage_of(tensor) in {s.data_ptr() for s in self.storages}
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """An op of forward that increased the version of one of its arguments."""
+
+    op: str
+    line: str
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    version: int  # before the change
+    target: Tensor = field(repr=False)  # the tensor changed (held: its memory stays its own)
+
+    def changed(self, tensor: Tensor) -> bool:
+        """Whether this op changed ``tensor``: the same memory and the same version counter.
+
+        Sharing memory is not enough: `y.data` and `torch.from_numpy(y.numpy())` share
+        `y`'s memory but not its version counter, so autograd never sees their changes. The
+        counters are compared by moving ``tensor``'s one on, which changes no value.
+        """
+        if storage_of(self.target) != storage_of(tensor):
+            return False
+        before = _version(self.target)
+        try:
+            torch.autograd.graph.increment_version(tensor)
+        except RuntimeError:  # an inference tensor has no version counter
+            return False
+        return before is not None and _version(self.target) == before + 1
+
+
+class Watch(TorchFunctionMode):
+    """Records the forward ops that make NaN or inf, and every op that changes a tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[Made] = []
+        self.nan_use: tuple[str, str] | None = None  # first op given a NaN nobody here made
+        self.inplace: list[InPlace] = []
+
+    @property
+    def first_nan(self) -> Made | None:
+        return next((made for made in self.made if made.kind == "nan"), None)
+
+    def made_for(self, tensor: Tensor, kind: str) -> Made | None:
+        """The record of the op that made ``tensor``'s NaN (or inf), if it made it."""
+        return next((m for m in reversed(self.made) if m.kind == kind and m.holds(tensor)), None)
+
+    def first(self, kind: str) -> Made | None:
+        return next((made for made in self.made if made.kind == kind), None)
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        arguments = list(_tensors((*args, *kwargs.values())))
+        # In place is seen in the version counter, whatever the op is called: `add_`,
+        # `__setitem__`, `F.relu(inplace=True)`, `out=`, a change through a view.
+        before = [_version(t) for t in arguments]
+        result = func(*args, **kwargs)
+        name = str(getattr(func, "__name__", func))  # `add_`, `__setitem__`: as written
+        if kwargs.get("inplace") is True:
+            name += "(inplace=True)"
+        changed: set[int] = set()
+        for tensor, version in zip(arguments, before, strict=True):
+            after = _version(tensor)
+            if version is not None and after is not None and after > version:
+                storage = storage_of(tensor)
+                if storage not in changed and len(self.inplace) < MAX_RECORDS:
+                    changed.add(storage)
+                    self.inplace.append(
+                        InPlace(
+                            name,
+                            learner_frame_now(),
+                            tuple(tensor.shape),
+                            tensor.dtype,
+                            version,
+                            tensor,
+                        )
+                    )
+        self._note_non_finite(_op_name(func), arguments, result)
+        return result
+
+    def _note_non_finite(self, name: str, arguments: list[Tensor], result: Any) -> None:
+        if len(self.made) >= MAX_RECORDS:
+            return
+        results = [t for t in _tensors([result]) if t.is_floating_point()]
+        kinds = {kind_of(t) for t in results} - {""}
+        if not kinds:
+            return
+        given = [(t, kind_of(t)) for t in arguments]
+        if "nan" in kinds and any(kind == "nan" for _, kind in given):
+            if self.nan_use is None and self.first_nan is None:
+                self.nan_use = (name, learner_frame_now())
+            return
+        infinite = [t for t, kind in given if kind == "inf"]
+        if "nan" in kinds:
+            kind, value = "nan", "NaN"
+        elif not infinite:
+            kind, value = "inf", infinity_in(next(t for t in results if kind_of(t) == "inf"))
+        else:
+            return  # an infinity passed along, not made here
+        # The op that made this infinity, or else (it was passed along, by `sum` say) the
+        # first op that made one.
+        source = next((m for t in infinite if (m := self.made_for(t, "inf"))), None)
+        if infinite and source is None:
+            source = self.first("inf")
+        self.made.append(
+            Made(
+                kind,
+                name,
+                learner_frame_now(),
+                value,
+                tuple(t.untyped_storage() for t in results),
+                infinite_argument=bool(infinite),
+                from_op=source,
+            )
+        )
