@@ -14,7 +14,8 @@ This module is the checkers' public face:
 - chapter 03: :func:`explain_gradcheck` (gradcheck told in words),
   :func:`check_gradcheck_settings`, :func:`check_double_backward`;
 - chapter 04: :func:`check_finite_gradients`, :func:`check_training_step`;
-- chapter 05: :func:`check_evaluate`, :func:`check_frozen`, :func:`check_mode_predictions`.
+- chapter 05: :func:`check_evaluate`, :func:`check_frozen`, :func:`check_mode_predictions`;
+- chapter 06: :func:`check_regions`, :func:`check_saved_bytes`, :func:`check_dominant_op`.
 
 Their machinery lives in the private ``autograd_helpers._checking`` package.
 """
@@ -42,10 +43,16 @@ from autograd_helpers._checking.mode_exercises import (
     check_frozen,
     check_mode_predictions,
 )
+from autograd_helpers._checking.profile_exercises import (
+    check_dominant_op,
+    check_regions,
+    check_saved_bytes,
+)
 
 __all__ = [
     "CheckResult",
     "GradcheckReport",
+    "check_dominant_op",
     "check_double_backward",
     "check_evaluate",
     "check_finite_gradients",
@@ -56,6 +63,8 @@ __all__ = [
     "check_jacobian_loop",
     "check_jacobian_shapes",
     "check_mode_predictions",
+    "check_regions",
+    "check_saved_bytes",
     "check_tensor",
     "check_training_step",
     "explain_gradcheck",

@@ -114,6 +114,17 @@ BAD_CALLS = {
         ValueError,
         "questions",
     ),
+    "check_regions": (
+        lambda: ah.checks.check_regions(len, "data", torch.nn.Linear(3, 1), None, X),
+        TypeError,
+        "optimizer",
+    ),
+    "check_saved_bytes": (
+        lambda: ah.checks.check_saved_bytes(len, X, reference=torch.sin, max_bytes=-1),
+        ValueError,
+        "max_bytes",
+    ),
+    "check_dominant_op": (lambda: ah.checks.check_dominant_op("aten::mm", X), TypeError, "report"),
     "mode_table": (lambda: ah.modes.mode_table(len, X), TypeError, "model"),
     "preserved_state": (lambda: ah.modes.preserved_state(3).__enter__(), TypeError, "model"),
     "swish": (lambda: ah.functions.swish([1.0]), TypeError, "input"),
