@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
 from autograd_helpers._checking.validate import check_float_tensor
+from autograd_helpers._graph_walk import graph_leaves
 
 __all__ = ["MODE_COLUMNS", "ModeTable", "mode_table", "preserved_state"]
 
@@ -135,23 +136,6 @@ def _equal(first: list[Tensor], second: list[Tensor]) -> bool:
     return len(first) == len(second) and all(map(same, first, second))
 
 
-def _leaves(loss: Tensor) -> list[Tensor]:
-    """The tensors whose ``.grad`` ``loss.backward()`` would fill (its graph's leaves)."""
-    leaves: dict[int, Tensor] = {}
-    seen: set[Any] = set()
-    stack = [loss.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        variable = getattr(node, "variable", None)  # an AccumulateGrad node
-        if isinstance(variable, Tensor):
-            leaves[id(variable)] = variable
-        stack.extend(next_node for next_node, _ in node.next_functions)
-    return list(leaves.values())
-
-
 def _backward(output: list[Tensor], grad: str, anything_requires_grad: bool) -> str:
     roots = [t for t in output if t.requires_grad]
     if not roots:
@@ -164,7 +148,7 @@ def _backward(output: list[Tensor], grad: str, anything_requires_grad: bool) -> 
     assert isinstance(loss, Tensor)
     try:
         # autograd.grad runs the whole backward but fills no .grad (x's and parameters' stay).
-        torch.autograd.grad(loss, _leaves(loss), allow_unused=True)
+        torch.autograd.grad(loss, graph_leaves(loss), allow_unused=True)
     except RuntimeError as error:
         return _short_error(error)
     return "works"

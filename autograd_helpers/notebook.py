@@ -20,7 +20,9 @@ from autograd_helpers._checking.validate import check_option
 __all__ = ["QUIET_NATIVE_LOGS", "setup_notebook", "show_source"]
 
 # C++-side log lines bypass Python's stderr capture; silence them at the source so that a
-# notebook prints the same in JupyterLab and under nbval. Must be set before the first profile.
+# notebook prints the same in JupyterLab and under nbval. TORCH_CPP_LOG_LEVEL is read when
+# torch is imported, so the course sets both in its kernels' environment (tools.kernels,
+# .binder/start); setting them later, as setup_notebook does, is only a fallback for Kineto's.
 QUIET_NATIVE_LOGS = {"KINETO_LOG_LEVEL": "6", "TORCH_CPP_LOG_LEVEL": "ERROR"}
 
 

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from autograd_helpers._checking.validate import check_bool, check_callable, check_option
+from autograd_helpers._graph_walk import graph_leaves
 from autograd_helpers.notebook import QUIET_NATIVE_LOGS
 
 if TYPE_CHECKING:
@@ -133,10 +134,13 @@ def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> 
 
     Floating-point tensor inputs become fresh leaves that require grad. ``fn`` runs once
     before profiling, so that one-time costs (allocations, lazy initialisation) do not
-    distort the table. The profile has ``record_shapes`` and ``profile_memory`` on; forward
+    distort the table; the graph's leaves that are not among ``inputs`` (a module's
+    parameters) get their ``.grad`` back as it was, so profiling changes nothing. The
+    profile has ``record_shapes`` and ``profile_memory`` on; forward
     and backward sit in ``record_function`` regions called ``forward`` and ``backward``, which
     appear as rows, as do any labels ``fn`` adds itself. The profiler's own C++ log lines are
-    silenced at the source (:data:`~autograd_helpers.notebook.QUIET_NATIVE_LOGS`).
+    silenced at the source (:data:`~autograd_helpers.notebook.QUIET_NATIVE_LOGS`, set in
+    the kernels the course starts).
 
     Args:
         fn: the computation; it returns a tensor (for backward, one that requires grad).
@@ -160,23 +164,44 @@ def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> 
     for key, value in QUIET_NATIVE_LOGS.items():
         os.environ.setdefault(key, value)
 
-    def run(leaves: list[Any]) -> None:
+    def forward(leaves: list[Any]) -> Any:
         with record_function("forward"):
             output = fn(*leaves)
-        if backward:
-            if not isinstance(output, Tensor) or not output.requires_grad:
-                raise TypeError(
-                    "profile_ops(): fn must return a tensor that requires grad for backward=True"
-                )
-            with record_function("backward"):
-                output.backward(torch.ones_like(output))
+        if backward and not (isinstance(output, Tensor) and output.requires_grad):
+            raise TypeError(
+                "profile_ops(): fn must return a tensor that requires grad for backward=True"
+            )
+        return output
 
-    run(_leaves(inputs))  # warm up
-    leaves = _leaves(inputs)
-    with profile(
-        activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True
-    ) as profiler:
-        run(leaves)
+    def run_backward(output: Tensor) -> None:
+        with record_function("backward"):
+            output.backward(torch.ones_like(output))
+
+    warm = forward(_leaves(inputs))  # warm up: one-time costs stay out of the table
+    # The graph's leaves (a module's parameters, say) keep their .grad: set aside now, put
+    # back at the end, so the learner's model is unchanged and the profiled backward is a
+    # first one (no `add_` into an old gradient, no old gradient freed during the profile).
+    leaves_with_grad = graph_leaves(warm) if backward else []
+    kept = [leaf.grad for leaf in leaves_with_grad]
+    try:
+        for leaf in leaves_with_grad:
+            leaf.grad = None
+        if backward:
+            run_backward(warm)
+        del warm
+        for leaf in leaves_with_grad:
+            leaf.grad = None
+        leaves = _leaves(inputs)
+        with profile(
+            activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True
+        ) as profiler:
+            output = forward(leaves)
+            if backward:
+                run_backward(output)
+            del output
+    finally:
+        for leaf, grad in zip(leaves_with_grad, kept, strict=True):
+            leaf.grad = grad
     rows = [
         {
             "name": event.key,

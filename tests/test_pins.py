@@ -84,3 +84,14 @@ def test_binder_installs_the_package_after_the_repository_is_there():
     assert "pip install --no-deps -e ." in post_build
     assert "tools.student" in post_build and "tools.workspace" in post_build
     assert (REPO / ".binder" / "postBuild").stat().st_mode & 0o111, "postBuild must be executable"
+
+
+def test_binder_kernels_get_the_quiet_native_logs_before_torch_is_imported():
+    from autograd_helpers.notebook import QUIET_NATIVE_LOGS
+
+    start = REPO / ".binder" / "start"
+    assert start.stat().st_mode & 0o111, ".binder/start must be executable"
+    text = start.read_text()
+    for key, value in QUIET_NATIVE_LOGS.items():
+        assert f"export {key}={value}" in text
+    assert text.rstrip().endswith('exec "$@"')

@@ -117,6 +117,67 @@ def step_outside(model, optimizer, samples):
     optimizer.step()
 
 
+def loss_in(region):
+    def step(model, optimizer, samples):
+        with record_function("data"):
+            batch = normalise_each(samples)
+        with record_function("forward"):
+            prediction = model(batch)
+        if region is None:
+            loss = prediction.square().mean()
+        with record_function("backward"):
+            if region == "backward":
+                loss = prediction.square().mean()
+            optimizer.zero_grad()
+            loss.backward()
+        with record_function("update"):
+            optimizer.step()
+
+    return step
+
+
+def stepping_twice(model, optimizer, samples):
+    with record_function("data"):
+        batch = normalise_each(samples)
+    with record_function("forward"):
+        loss = model(batch).square().mean()
+    with record_function("backward"):
+        optimizer.zero_grad()
+        loss.backward()
+    with record_function("update"):
+        optimizer.step()
+        optimizer.step()
+
+
+def own_profiler(model, optimizer, samples):
+    from torch.profiler import profile
+
+    with profile():
+        labelled()(model, optimizer, samples)
+
+
+def also_unlabelled(model, optimizer, samples):
+    labelled()(model, optimizer, samples)
+    batch = normalise_each(samples)
+    loss = model(batch).square().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+
+def mse_and_named_arguments(model, optimizer, samples):
+    with record_function("data"):
+        inputs = torch.stack([(s - s.mean()) / s.std() for s in samples])
+    with record_function("forward"):
+        out = model(inputs)
+        loss = F.mse_loss(out, torch.zeros_like(out))
+    with record_function("backward"):
+        model.zero_grad(set_to_none=True)
+        loss.backward()
+    with torch.autograd.profiler.record_function("update"):
+        optimizer.step()
+
+
 def twice(model, optimizer, samples):
     for _ in range(2):
         labelled()(model, optimizer, samples)
@@ -130,7 +191,11 @@ def setup():
     return model, optimizer, torch.randn(64, 32)
 
 
-@pytest.mark.parametrize("step", [labelled(), zero_first], ids=["solution", "zero-first"])
+@pytest.mark.parametrize(
+    "step",
+    [labelled(), zero_first, mse_and_named_arguments],
+    ids=["solution", "zero-first", "mse-loss"],
+)
 def test_right_regions_and_answer_pass(setup, step):
     result = check_regions(step, "data", *setup)
     assert result.passed, result.message
@@ -160,6 +225,11 @@ def test_checking_changes_nothing_of_the_notebooks(setup):
         (zero_before_step, "parameters have not changed"),
         (step_outside, "ran outside every region"),
         (twice, "ran 4 times in 2 steps"),
+        (loss_in("backward"), "the loss (`aten::mean`, `aten::square`) ran in 'backward'"),
+        (loss_in(None), "ran outside every region, not in 'forward'"),
+        (stepping_twice, "the optimizer's step ran 4 times in 2 steps"),
+        (own_profiler, "a profiler of its own"),
+        (also_unlabelled, "ran outside every region as well as in 'forward'"),
     ],
     ids=[
         "typo",
@@ -170,6 +240,11 @@ def test_checking_changes_nothing_of_the_notebooks(setup):
         "zero-late",
         "step-outside",
         "twice",
+        "loss-in-backward",
+        "loss-outside",
+        "two-optimizer-steps",
+        "own-profiler",
+        "also-unlabelled",
     ],
 )
 def test_wrong_regions_fail_with_their_message(setup, step, phrase):
@@ -289,6 +364,56 @@ class ForgettingSigmoid(Function):
         return grad_output * (tanh_soft + x * (1 - tanh_soft**2))
 
 
+class StashingInADict(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.cache = {"tanh_soft": torch.tanh(F.softplus(x))}
+        ctx.save_for_backward(x)
+        return F.mish(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * mish_derivative(x, ctx.cache["tanh_soft"])
+
+
+class SavingNoneToo(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(None, x, torch.sigmoid(x))
+        return F.mish(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        _, x, _ = ctx.saved_tensors
+        return grad_output * mish_derivative(x, torch.tanh(F.softplus(x)))
+
+
+class InPlaceForward(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.mul_(torch.tanh(F.softplus(x)))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * mish_derivative(x, torch.tanh(F.softplus(x)))
+
+
+class SavingFloat32(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x.float())
+        return F.mish(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        x = x.to(grad_output.dtype)
+        return grad_output * mish_derivative(x, torch.tanh(F.softplus(x)))
+
+
 ACTIVATIONS = torch.randn(1000)
 BUDGET = ACTIVATIONS.nbytes
 
@@ -305,6 +430,9 @@ def test_a_lean_function_passes(fn):
         (SavingTwo, "saves 8,000 bytes; the budget is 4,000"),
         (Stashing, "ctx attributes (ctx.x)"),
         (SavingHalf, "float16 copy"),
+        (SavingFloat32, "with float64 inputs it saves a float32 copy"),
+        (StashingInADict, "ctx attributes (ctx.cache)"),
+        (SavingNoneToo, "an input (4,000 bytes) and an intermediate (4,000 bytes)"),
         (ForgettingSigmoid, "gradient for `x` is off"),
         (..., "not implemented"),
     ],
@@ -317,6 +445,29 @@ def test_a_heavy_or_wrong_function_fails(fn, phrase):
 def test_the_budget_message_says_what_is_saved():
     result = check_saved_bytes(SavingTwo, ACTIVATIONS, reference=F.mish, max_bytes=BUDGET)
     assert "an input (4,000 bytes) and an intermediate (4,000 bytes)" in result.message
+
+
+def test_the_check_never_changes_the_notebooks_tensor():
+    activations = torch.randn(100)
+    snapshot = activations.clone()
+    check_saved_bytes(InPlaceForward, activations, reference=F.mish, max_bytes=400)
+    assert torch.equal(activations, snapshot)
+
+
+def test_gradients_can_be_judged_on_smaller_inputs():
+    small = (torch.linspace(-8, 8, 33),)
+    result = check_saved_bytes(
+        LeanMish, ACTIVATIONS, reference=F.mish, max_bytes=BUDGET, gradient_inputs=small
+    )
+    assert result.passed, result.message
+    wrong = check_saved_bytes(
+        ForgettingSigmoid, ACTIVATIONS, reference=F.mish, max_bytes=BUDGET, gradient_inputs=small
+    )
+    assert not wrong.passed
+    with pytest.raises(TypeError, match="gradient_inputs"):
+        check_saved_bytes(
+            LeanMish, ACTIVATIONS, reference=F.mish, max_bytes=BUDGET, gradient_inputs=small[0]
+        )
 
 
 # --- exercise 3: the dominant operator -----------------------------------------------------------

@@ -41,6 +41,19 @@ def test_profile_ops_has_labels_forward_and_backward_ops_and_memory():
     assert report.profiler.key_averages() is not None
 
 
+def test_profiling_leaves_a_modules_gradients_as_they_were():
+    torch.manual_seed(0)
+    layer = nn.Linear(8, 2)
+    layer(torch.randn(4, 8)).sum().backward()
+    before = layer.weight.grad.clone()
+    report = profile_ops(lambda x: layer(x).square().sum(), torch.randn(4, 8))
+    assert torch.equal(layer.weight.grad, before)
+    names = {row["name"] for row in report.rows}
+    # the profiled backward is a first one: no add_ into an old gradient
+    assert "torch::autograd::AccumulateGrad" in names
+    assert "aten::add_" not in names
+
+
 def test_forward_only_has_no_backward_rows():
     report = profile_ops(lambda x: x.exp().sum(), torch.ones(3), backward=False)
     names = {row["name"] for row in report.rows}

@@ -93,10 +93,17 @@ def _check_samples(model: object, optimizer: object, samples: object) -> None:
         raise TypeError(f"{me}(): samples must be a floating-point tensor")
 
 
-def _model_operator_count(model: nn.Module, samples: Tensor) -> int:
+def _top_level_operators(run: Callable[[], object]) -> list[str]:
     with _profile() as profiler, torch.no_grad():
-        model(samples).square().mean()
-    return sum(1 for e in profiler.events() if _is_operator(e) and e.cpu_parent is None)
+        run()
+    return [str(e.name) for e in profiler.events() if _is_operator(e) and e.cpu_parent is None]
+
+
+def _reference_forward(model: nn.Module, samples: Tensor) -> tuple[int, set[str]]:
+    """How many operators the model and its loss run, and the names of the loss's own."""
+    with_loss = _top_level_operators(lambda: model(samples).square().mean())
+    model_only = _top_level_operators(lambda: model(samples))
+    return len(with_loss), set(with_loss) - set(model_only)
 
 
 def check_regions(
@@ -173,18 +180,27 @@ def check_regions(
                     outcome = run_learner_code(fn, model, optimizer, samples)
                     if outcome.error is not None:
                         return from_learner_error(label, "the step", outcome)
-            model_ops = _model_operator_count(model, samples)
+            model_ops, loss_ops = _reference_forward(model, samples)
     finally:
         optimizer.load_state_dict(optimizer_state)
         torch.set_num_threads(threads)
     events = list(profiler.events())
-    problem = _region_problem(events, model_ops)
+    problem = _region_problem(events, model_ops, loss_ops)
     if problem is not None:
         return failed(label, *problem)
     return _judge_slowest(label, slowest, events)
 
 
-def _region_problem(events: list[Any], model_ops: int) -> tuple[str, ...] | None:
+def _region_problem(
+    events: list[Any], model_ops: int, loss_ops: set[str]
+) -> tuple[str, ...] | None:
+    if not any(_is_operator(e) for e in events):
+        return (
+            "the checker's profile recorded no operator at all: does the step open a profiler "
+            "of its own?",
+            "The checker profiles the step itself (a second profiler stops the first): keep "
+            "only the `record_function` regions inside `labelled_step`.",
+        )
     labels = [e for e in events if e.name in REGION_LABELS]
     counts = {region: sum(1 for e in labels if e.name == region) for region in REGION_LABELS}
     missing = [region for region, count in counts.items() if count == 0]
@@ -230,10 +246,36 @@ def _region_problem(events: list[Any], model_ops: int) -> tuple[str, ...] | None
     for region, matches, what in checks:
         places = _where(events, matches)
         if places != {region}:
-            return (
-                f"{what} ran {_places(places)}, not in '{region}'.",
-                f'Move the line that does it into the `record_function("{region}")` block.',
+            where = (
+                f"{_places(places - {region})} as well as in '{region}'"
+                if region in places
+                else f"{_places(places)}, not in '{region}'"
             )
+            return (
+                f"{what} ran {where}.",
+                f'Move the line that does it into the `record_function("{region}")` block, '
+                "and run it once per step.",
+            )
+    steps = sum(1 for e in events if str(e.name).startswith("Optimizer.step#"))
+    if steps != STEPS:
+        return (
+            f"the optimizer's step ran {steps} times in {STEPS} steps.",
+            "Call `optimizer.step()` once per training step.",
+        )
+    misplaced = [
+        e
+        for e in events
+        if e.name in loss_ops
+        and _region_of(e) not in ("data", "forward")
+        and (e.cpu_parent is None or e.cpu_parent.name in REGION_LABELS)  # called by the step
+    ]
+    if misplaced:
+        ops = ", ".join(f"`{op}`" for op in sorted({str(e.name) for e in misplaced}))
+        return (
+            f"the loss ({ops}) ran {_places({_region_of(e) for e in misplaced})}, "
+            "not in 'forward'.",
+            "The loss belongs to forward: compute it in the same region as the model.",
+        )
     data_ops = sum(
         1 for e in labels if e.name == "data" for d in _descendants(e) if _is_operator(d)
     )
@@ -305,41 +347,53 @@ def _judge_slowest(label: str, slowest: object, events: list[Any]) -> CheckResul
 # --- exercise 2: a Function that saves less ------------------------------------------------------
 
 
+def _holds_tensor(value: object, depth: int = 0) -> bool:
+    if isinstance(value, Tensor):
+        return True
+    if depth > 3:  # deep enough for any container a learner writes by hand
+        return False
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_holds_tensor(v, depth + 1) for v in value)
+    return False
+
+
 def _stashed_tensors(node: object) -> list[str]:
-    """Names of the tensors a custom Function kept as ``ctx`` attributes."""
-    found = []
-    for key, value in vars(node).items():
-        values = value if isinstance(value, list | tuple) else (value,)
-        if any(isinstance(v, Tensor) for v in values):
-            found.append(key)
-    return found
+    """Names of the ``ctx`` attributes that hold tensors (also inside lists, tuples, dicts)."""
+    return [key for key, value in vars(node).items() if _holds_tensor(value)]
 
 
-def _lowered_precision(fn: object, inputs: tuple[Tensor, ...]) -> torch.dtype | None:
-    """The dtype of a saved tensor less precise than the inputs, if ``fn`` saves one."""
+def _lowered_precision(
+    fn: object, inputs: tuple[Tensor, ...]
+) -> tuple[torch.dtype, torch.dtype] | None:
+    """(saved dtype, input dtype) if ``fn`` saves a tensor less precise than its inputs."""
     if not (isinstance(fn, type) and issubclass(fn, torch.autograd.Function)):
         return None  # check_function explains what is wrong with it
     for dtype in (torch.float32, torch.float64):
-        leaves = [x.detach().to(dtype).requires_grad_() for x in inputs]
+        # copy=True: with the input's own dtype, .to() would hand the learner the caller's tensor
+        leaves = [x.detach().to(dtype, copy=True).requires_grad_() for x in inputs]
         outcome = run_learner_code(fn.apply, *leaves)
         node = getattr(outcome.value, "grad_fn", None)
         try:
-            saved = list(getattr(node, "saved_tensors", ()))
+            saved: list[Tensor | None] = list(getattr(node, "saved_tensors", ()))
         except RuntimeError:
             return None
         for tensor in saved:
             if (
-                tensor.is_floating_point()
+                tensor is not None
+                and tensor.is_floating_point()
                 and torch.finfo(tensor.dtype).eps > torch.finfo(dtype).eps
             ):
-                lower: torch.dtype = tensor.dtype
-                return lower
+                return tensor.dtype, dtype
     return None
 
 
-def _describe_saved(saved: list[Tensor], inputs: list[Tensor], output: Tensor) -> str:
+def _describe_saved(saved: list[Tensor | None], inputs: list[Tensor], output: Tensor) -> str:
     parts = []
     for tensor in saved:
+        if tensor is None:
+            continue
         if any(
             tensor.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() for x in inputs
         ):
@@ -349,6 +403,8 @@ def _describe_saved(saved: list[Tensor], inputs: list[Tensor], output: Tensor) -
         else:
             what = "an intermediate"
         parts.append(f"{what} ({tensor.untyped_storage().nbytes():,} bytes)")
+    if not parts:
+        return "nothing"
     return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
 
 
@@ -357,11 +413,14 @@ def check_saved_bytes(
     *inputs: Tensor,
     reference: Callable[..., Any],
     max_bytes: int,
+    gradient_inputs: tuple[Tensor, ...] | None = None,
     name: str | None = None,
 ) -> CheckResult:
     """Check a Function's gradients, then that it saves at most ``max_bytes`` for backward.
 
-    First :func:`check_function` (with ``reference``) judges the values and the gradients.
+    First :func:`check_function` (with ``reference``) judges the values and the gradients,
+    on ``gradient_inputs`` if given (finite differences cost two calls per input element,
+    so a large tensor is better counted than differentiated).
     Then ``fn`` runs on ``inputs`` as given (their dtype), and every tensor it saves with
     ``ctx.save_for_backward`` is counted, each storage once
     (:func:`~autograd_helpers.memory.saved_tensor_bytes`). Tensors kept as ``ctx``
@@ -372,6 +431,7 @@ def check_saved_bytes(
         *inputs: example inputs, floating-point tensors.
         reference: the expected forward (its autograd gives the expected gradients).
         max_bytes: the budget, in bytes of storage saved for backward.
+        gradient_inputs: smaller example inputs for the gradient check (default: ``inputs``).
         name: how to call ``fn`` in the feedback (default: its ``__name__``).
 
     Example::
@@ -397,16 +457,26 @@ def check_saved_bytes(
         raise TypeError(f"{me}(): reference must be callable, got {type(reference).__name__}")
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
         raise ValueError(f"{me}(): max_bytes must be a non-negative int, got {max_bytes!r}")
+    if gradient_inputs is not None and (
+        not isinstance(gradient_inputs, tuple)
+        or len(gradient_inputs) != len(inputs)
+        or not all(isinstance(x, Tensor) and x.is_floating_point() for x in gradient_inputs)
+    ):
+        raise TypeError(
+            f"{me}(): gradient_inputs must be a tuple of {len(inputs)} floating-point tensor(s), "
+            "one per input"
+        )
     lowered = _lowered_precision(fn, inputs)
     if lowered is not None:
+        saved_dtype, input_dtype = (str(d).replace("torch.", "") for d in lowered)
         return failed(
             label_of(fn, name, me),
-            f"it saves a {str(lowered).replace('torch.', '')} copy.",
+            f"with {input_dtype} inputs it saves a {saved_dtype} copy.",
             "A lower-precision copy saves bytes by losing digits of the gradient. Here the "
-            "exact saving is possible: keep the input as it is and recompute the rest in "
-            "backward.",
+            "exact saving is possible: save the input as it is, without converting it, and "
+            "recompute the rest in backward.",
         )
-    first = check_function(fn, *inputs, reference=reference, name=name)
+    first = check_function(fn, *(gradient_inputs or inputs), reference=reference, name=name)
     if not first.passed:
         return first
     assert isinstance(fn, type) and issubclass(fn, torch.autograd.Function)
