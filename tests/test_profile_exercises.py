@@ -476,8 +476,10 @@ def test_gradients_can_be_judged_on_smaller_inputs():
 @pytest.fixture(scope="module")
 def bag_report():
     torch.manual_seed(0)
-    words = nn.EmbeddingBag(100_000, 32, mode="mean")
-    indices = torch.randint(0, 100_000, (64, 8))
+    # a larger table than the notebook's: zero-filling its gradient outweighs the other
+    # operators many times over, so the verdicts below hold on a busy machine too
+    words = nn.EmbeddingBag(400_000, 32, mode="mean")
+    indices = torch.randint(0, 400_000, (64, 8))
     return profile_ops(lambda i: words(i).square().mean(), indices)
 
 

@@ -134,21 +134,29 @@ class Swish(Function):
 
     The composition ``x * torch.sigmoid(x)`` keeps two tensors for backward (``x`` and
     ``sigmoid(x)``). This Function keeps ``x`` alone and recomputes :math:`\sigma(x)` in
-    backward: :math:`\frac{d}{dx} x\sigma(x) = \sigma(x)\,(1 + x\,(1 - \sigma(x)))`. It is
-    built from torch operations on the saved input, so double backward works
+    backward: :math:`\frac{d}{dx} x\sigma(x) = \sigma(x)\,(1 + x\,(1 - \sigma(x)))`
     (``06_profiler.ipynb``, section 4).
+
+    The recomputation costs a pass over memory; writing into its own fresh temporaries in
+    place, instead of allocating one tensor per step, wins that back. In place is safe only
+    where no graph is recorded: inside ``forward``, and in ``backward`` unless it runs with
+    ``create_graph=True`` (double backward), where the out-of-place formula is used.
     """
 
     @staticmethod
     def forward(ctx: Any, x: Tensor) -> Tensor:
         ctx.save_for_backward(x)
-        return x * torch.sigmoid(x)
+        return torch.sigmoid(x).mul_(x)  # one new tensor, not two
 
     @staticmethod
     def backward(ctx: Any, grad_output: Tensor) -> Tensor:
         (x,) = ctx.saved_tensors
         s = torch.sigmoid(x)  # recomputed: the memory saving is paid for here
-        return grad_output * s * (1 + x * (1 - s))
+        if torch.is_grad_enabled():  # create_graph=True: this formula is itself differentiated
+            return grad_output * s * (1 + x * (1 - s))
+        # (1 + x - x*s) * s in one temporary; grad_output last and out of place, because under
+        # vmap (batched gradients) it can have more elements than the temporary
+        return grad_output * torch.addcmul(x, x, s, value=-1).add_(1).mul_(s)
 
 
 def swish(input: Tensor) -> Tensor:
