@@ -115,4 +115,4 @@ def test_results_serialise_with_derived_figures():
 
 
 def test_the_widget_is_measured():
-    assert 0 < measure.measure_widget(changes=2) < 5
+    assert 0 < measure.measure_widget(cycles=1) < 5

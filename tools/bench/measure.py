@@ -89,8 +89,12 @@ print(middle - start, end - middle, 'matplotlib' in sys.modules or 'ipywidgets' 
 """
 
 
-def measure_import(repeats: int = 7) -> ImportFigures:
-    """Median import times over fresh processes, and whether heavy modules stayed unloaded."""
+def measure_import(repeats: int = 15) -> ImportFigures:
+    """Best import times over fresh processes, and whether heavy modules stayed unloaded.
+
+    The best of many, as :mod:`timeit` reports: a few milliseconds of import are easily
+    doubled by another process, and that noise only ever adds time.
+    """
     torch_s, helpers_s, eager = [], [], False
     for _ in range(repeats):
         out = subprocess.run(
@@ -99,9 +103,7 @@ def measure_import(repeats: int = 7) -> ImportFigures:
         torch_s.append(float(out[0]))
         helpers_s.append(float(out[1]))
         eager = eager or out[2] == "True"
-    return ImportFigures(
-        round(statistics.median(torch_s), 3), round(statistics.median(helpers_s), 4), not eager
-    )
+    return ImportFigures(round(min(torch_s), 3), round(min(helpers_s), 4), not eager)
 
 
 # --- 3. teaching Functions ----------------------------------------------------------------------
@@ -174,8 +176,12 @@ def measure_jacobians(
 # --- 5. the gradcheck explorer's response --------------------------------------------------
 
 
-def measure_widget(changes: int = 12) -> float:
-    """Median seconds for the gradcheck explorer to redraw after an eps change."""
+def measure_widget(cycles: int = 3) -> float:
+    """Median seconds for the gradcheck explorer to redraw after an eps change.
+
+    One warm-up cycle through eight eps values, then ``cycles`` measured ones: every eps
+    value weighs the same in the median.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -183,11 +189,14 @@ def measure_widget(changes: int = 12) -> float:
 
     explorer = gradcheck_explorer("sigmoid", dtype="float32", eps=1e-3)
     step = explorer.children[2]
+    eps_values = [10.0 ** -(2 + k) for k in range(8)]
     times = []
-    for k in range(changes):
-        start = time.perf_counter()
-        step.value = 10.0 ** -(2 + k % 8)
-        times.append(time.perf_counter() - start)
+    for cycle in range(1 + cycles):
+        for eps in eps_values:
+            start = time.perf_counter()
+            step.value = eps
+            if cycle > 0:
+                times.append(time.perf_counter() - start)
     return round(statistics.median(times), 4)
 
 
