@@ -5,6 +5,8 @@ The measurements run here at tiny sizes only; `make bench` runs them for real.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tools.bench import measure
@@ -116,3 +118,11 @@ def test_results_serialise_with_derived_figures():
 
 def test_the_widget_is_measured():
     assert 0 < measure.measure_widget(cycles=1) < 5
+
+
+def test_notebook_times_are_the_best_of_their_runs_and_memory_the_largest(monkeypatch):
+    runs = iter([(3.0, 250.0), (2.0, 260.0), (9.0, 400.0), (7.0, 380.0)])
+    monkeypatch.setattr(measure, "_run_with_peak_rss", lambda path: next(runs))
+    figures = measure.measure_notebooks([Path("a.ipynb")], repeats=2, floor_repeats=2)
+    assert (figures.floor_s, figures.floor_peak_rss_mb) == (2.0, 260.0)
+    assert figures.runs[0].wall_s == 7.0 and figures.runs[0].peak_rss_mb == 400.0

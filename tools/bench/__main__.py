@@ -35,11 +35,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     results = Results(machine)
     print("notebooks…", flush=True)
-    results.notebooks = measure.measure_notebooks(reference_notebooks())
+    results.notebooks = measure.measure_notebooks(
+        reference_notebooks(), *((1, 1) if args.quick else (2, 3))
+    )
     print("import cost…", flush=True)
     results.imports = measure.measure_import(3 if args.quick else 15)
     print("teaching Functions…", flush=True)
-    results.functions = measure.measure_functions((1_000, 100_000, MILLION), seconds)
+    # nine interleaved rounds: with five, the worst ratio at 10⁶ moved by a fifth between runs
+    results.functions = measure.measure_functions(
+        (1_000, 100_000, MILLION), seconds, rounds=5 if args.quick else 9
+    )
     print("gradcheck explorer…", flush=True)
     results.widget_update_s = measure.measure_widget()
     print("Jacobians…", flush=True)

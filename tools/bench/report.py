@@ -7,16 +7,18 @@ from tools.bench.results import TARGETS, TRUSTED_SPREAD, FunctionRow, Results
 __all__ = ["to_markdown"]
 
 NOTES = """\
-Every time is the median of five interleaved rounds (autograd_helpers.profiling.compare);
-"(unsure)" marks a figure whose rounds spread by more than 15% of the median.
+A Function's time is the median of nine interleaved rounds, a Jacobian's of five
+(autograd_helpers.profiling.compare); "(unsure)" marks a figure whose rounds spread by more
+than 15% of the median. A notebook's wall time is the best of two fresh kernels, the floor's
+the best of three.
 
 How to read the Function table: a backward written as several elementwise operations
 allocates a temporary for each. At a million elements that allocation, not the arithmetic,
 dominates, and a fused built-in does the same work in one kernel. On a virtual machine whose
 first-touch page faults are expensive (the course's CI machine is one), allocation-heavy code
-stalls well beyond its CPU time. Backward formulas write in place only into tensors they
-created from `grad_output`: in place into anything else breaks vmap (batched gradients,
-`jacrev`, `hessian`).
+stalls well beyond its CPU time. Backward formulas write in place only into temporaries they
+created themselves, and never where a graph is being recorded; `grad_output` itself, batched
+under vmap (batched gradients, `jacrev`, `hessian`), is always multiplied out of place.
 """
 
 
