@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import os
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -24,8 +23,7 @@ from autograd_helpers._checking.runner import run_learner_code
 from autograd_helpers._checking.submission import STUB_HINT
 from autograd_helpers.memory import saved_tensor_bytes
 from autograd_helpers.modes import preserved_state
-from autograd_helpers.notebook import QUIET_NATIVE_LOGS
-from autograd_helpers.profiling import ProfileReport
+from autograd_helpers.profiling import ProfileReport, cpu_profile
 
 __all__ = ["REGION_LABELS", "check_dominant_op", "check_regions", "check_saved_bytes"]
 
@@ -34,14 +32,6 @@ STEPS = 2  # profiled calls of the learner's step: a label must appear once per 
 NEAR_TIE = 0.8  # an answer within 80% of the largest time is accepted: the two are too close
 # A model's forward is a handful of operators; a per-sample loop inside "forward" is thousands.
 FORWARD_OPS_FACTOR = 10
-
-
-def _profile() -> Any:
-    from torch.profiler import ProfilerActivity, profile
-
-    for key, value in QUIET_NATIVE_LOGS.items():
-        os.environ.setdefault(key, value)
-    return profile(activities=[ProfilerActivity.CPU])
 
 
 def _ancestors(event: Any) -> Iterator[Any]:
@@ -93,17 +83,17 @@ def _check_samples(model: object, optimizer: object, samples: object) -> None:
         raise TypeError(f"{me}(): samples must be a floating-point tensor")
 
 
-def _top_level_operators(run: Callable[[], object]) -> list[str]:
-    with _profile() as profiler, torch.no_grad():
-        run()
-    return [str(e.name) for e in profiler.events() if _is_operator(e) and e.cpu_parent is None]
-
-
 def _reference_forward(model: nn.Module, samples: Tensor) -> tuple[int, set[str]]:
     """How many operators the model and its loss run, and the names of the loss's own."""
-    with_loss = _top_level_operators(lambda: model(samples).square().mean())
-    model_only = _top_level_operators(lambda: model(samples))
-    return len(with_loss), set(with_loss) - set(model_only)
+    from torch.profiler import record_function
+
+    with cpu_profile() as profiler, torch.no_grad():
+        with record_function("model"):
+            prediction = model(samples)
+        prediction.square().mean()
+    top = [e for e in profiler.events() if e.cpu_parent is None or e.cpu_parent.name == "model"]
+    operators = [e for e in top if _is_operator(e)]
+    return len(operators), {str(e.name) for e in operators if e.cpu_parent is None}
 
 
 def check_regions(
@@ -175,7 +165,7 @@ def check_regions(
                     "then `optimizer.step()` (zeroing between backward and step throws the "
                     "gradients away).",
                 )
-            with _profile() as profiler:
+            with cpu_profile() as profiler:
                 for _ in range(STEPS):
                     outcome = run_learner_code(fn, model, optimizer, samples)
                     if outcome.error is not None:

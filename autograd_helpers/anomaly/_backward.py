@@ -10,7 +10,7 @@ from torch import Tensor
 
 from autograd_helpers.anomaly._forward import kind_of
 
-__all__ = ["BackwardRecord", "NanStory", "NodeEvent", "graph_nodes", "nan_story", "watch_backward"]
+__all__ = ["BackwardRecord", "NanStory", "NodeEvent", "nan_story", "watch_backward"]
 
 _RANK = {"": 0, "inf": 1, "nan": 2}
 
@@ -21,19 +21,6 @@ def _kind(value: object) -> str:
 
 def _worst(kinds: Sequence[str]) -> str:
     return max(kinds, key=_RANK.__getitem__, default="")
-
-
-def graph_nodes(roots: Sequence[Any]) -> list[Any]:
-    """Every node below ``roots``, the leaves' ``AccumulateGrad`` nodes included."""
-    seen, stack, nodes = set(roots), list(roots), []
-    while stack:
-        node = stack.pop()
-        nodes.append(node)
-        for child, _ in node.next_functions:
-            if child is not None and child not in seen:
-                seen.add(child)
-                stack.append(child)
-    return nodes
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 from torch import Tensor
 
 from autograd_helpers._checking.validate import check_callable
-from autograd_helpers.anomaly._backward import graph_nodes
+from autograd_helpers._graph_walk import graph_nodes
 from autograd_helpers.anomaly._forward import InPlace, storage_of
 from autograd_helpers.anomaly._frames import learner_frame_in
 from autograd_helpers.anomaly._tracing import Report, Run, run_watched

@@ -12,7 +12,8 @@ from torch import Tensor
 
 from autograd_helpers._checking.feedback import box_html, box_text
 from autograd_helpers._checking.runner import Outcome, run_learner_code
-from autograd_helpers.anomaly._backward import BackwardRecord, graph_nodes, watch_backward
+from autograd_helpers._graph_walk import graph_nodes
+from autograd_helpers.anomaly._backward import BackwardRecord, watch_backward
 from autograd_helpers.anomaly._forward import Watch, kind_of
 from autograd_helpers.anomaly._frames import FRAME, learner_frame_in
 
