@@ -893,3 +893,152 @@ def test_containers_reached_by_the_shared_deep_containment(answer, phrase):
     result = check(answer)
     assert phrase in result.message, result.message
     assert keeps_batches_in_a_default.__defaults__ == ([],) and state == {"seen": []}
+
+
+# --- issue 25: probes that bite, and update rules told from wrong gradients -----------------
+
+
+def _gradient_norm(inputs):
+    w, x, target = (t.detach().clone() for t in inputs)
+    w.requires_grad_()
+    loss = ((torch.tanh(x @ w) + 0.5 - target) ** 2).mean()
+    (grad,) = torch.autograd.grad(loss, w)
+    return float(grad.norm())
+
+
+def test_one_probe_has_a_gradient_well_above_a_clip_of_1():
+    from autograd_helpers.checks._anomaly_settings import probe_settings
+
+    example = make_inputs()
+    settings = probe_settings(example)
+    (large,) = [s for s in settings if s.kind == "large"]
+    assert _gradient_norm(example) < 1 and _gradient_norm(large.inputs) > 20
+
+
+def test_the_float64_probe_holds_digits_float32_cannot():
+    from autograd_helpers.checks._anomaly_settings import probe_settings
+
+    (in64,) = [s for s in probe_settings(make_inputs()) if s.kind == "float64"]
+    for t in in64.inputs:
+        assert t.dtype == torch.float64 and bool((t.float().double() != t).all())
+    assert in64.inputs[0].requires_grad and not in64.inputs[1].requires_grad
+
+
+def step_with(update):
+    """The right forward and backward, then ``update(w)`` in place of the original's update."""
+
+    def step(w, x, target):
+        loss = ((torch.tanh(x @ w) + 0.5 - target) ** 2).mean()
+        loss.backward()
+        update(w)
+        w.grad = None
+        return loss
+
+    return step
+
+
+def _sgd(w):
+    with torch.no_grad():
+        w -= 0.1 * w.grad
+
+
+def _clipped_norm(w):
+    torch.nn.utils.clip_grad_norm_([w], max_norm=1.0)
+    _sgd(w)
+
+
+def _norm_capped_by_hand(w):
+    with torch.no_grad():
+        w -= 0.1 * w.grad * min(1.0, 1.0 / float(w.grad.norm()))
+
+
+def _clamped(w):
+    with torch.no_grad():
+        w -= 0.1 * w.grad.clamp(-0.1, 0.1)  # binds at the example already, on some entries
+
+
+def _optimizer(kind, **options):
+    def update(w):
+        kind([w], lr=0.1, **options).step()
+
+    return update
+
+
+def _with_float32_rate(w):
+    with torch.no_grad():
+        w -= torch.tensor(0.1) * w.grad  # 0.1 rounded to float32
+
+
+@pytest.mark.parametrize(
+    ("update", "phrases"),
+    [
+        (_clipped_norm, ["where the gradient is large", "`torch.nn.utils.clip_grad_norm_`"]),
+        (_norm_capped_by_hand, ["where the gradient is large", "norm is capped"]),
+        (_clamped, ["each entry capped at ±0.01", "a clamp of the gradient"]),
+        (_optimizer(torch.optim.Adam), ["`torch.optim.Adam`", "the same amount (0.1)"]),
+        (_optimizer(torch.optim.RMSprop), ["`torch.optim.RMSprop`"]),
+        (_optimizer(torch.optim.SGD, weight_decay=0.01), ["weight decay"]),
+        (_with_float32_rate, ["float32's digits", "7th digit"]),
+    ],
+    ids=["clip_grad_norm_", "norm-by-hand", "clamp", "adam", "rmsprop", "decay", "float32-rate"],
+)
+def test_another_update_rule_is_named_not_blamed_on_the_gradient(update, phrases):
+    result = check_training_step(step_with(update), reference=train_step, make_inputs=make_inputs)
+    assert not result.passed, result.message
+    assert "not the one the step means" not in result.message, result.message
+    for phrase in phrases:
+        assert phrase in result.message, result.message
+
+
+def test_a_clip_that_never_binds_and_a_fresh_momentum_pass():
+    loose = step_with(lambda w: (torch.nn.utils.clip_grad_norm_([w], 1e6), _sgd(w)))
+    momentum = step_with(_optimizer(torch.optim.SGD, momentum=0.9))  # its first step is SGD's
+    for step in (loose, momentum):
+        result = check_training_step(step, reference=train_step, make_inputs=make_inputs)
+        assert result.passed and "a large gradient" in result.message, result.message
+
+
+def test_the_update_hint_explains_the_whole_update_or_blames_the_gradient():
+    from autograd_helpers.checks._anomaly_updates import WRONG_GRADIENT, Update, update_hint
+
+    meant = [torch.tensor([-0.3, 0.02, 0.2, -0.05], dtype=torch.float64)]
+    before = [torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64)]
+    cases = {
+        "capped at ±0.1": meant[0].clamp(-0.1, 0.1),
+        "the same amount (0.01)": 0.01 * meant[0].sign(),
+        "0.5 times the right one: check the learning rate": 0.5 * meant[0],
+        "weight decay": meant[0] - 0.001 * before[0],
+    }
+    for phrase, moved in cases.items():
+        assert phrase in update_hint(Update([moved], meant, before)), phrase
+    corrupted = meant[0] * torch.tensor([1.1, 0.7, 1.0, 1.3], dtype=torch.float64)
+    assert update_hint(Update([corrupted], meant, before)) == WRONG_GRADIENT
+    scaled = Update([0.5 * meant[0]], meant, before, large=True)  # only where it is large
+    assert "norm is capped" in update_hint(scaled)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda p: torch.linalg.vector_norm(p.float(), dim=1).mean(),
+        lambda p: torch.linalg.vector_norm(p.float(), dim=1).mean().to(p.dtype),
+        lambda p: torch.linalg.vector_norm(p.float(), dim=1).double().mean(),
+    ],
+    ids=["float32-loss", "converted-back", "converted-before-the-mean"],
+)
+def test_a_loss_computed_in_float32_for_float64_input_is_told_so(answer):
+    result = check(answer)
+    assert not result.passed, result.message
+    assert "computes in float32 for float64 input" in result.message, result.message
+    assert "epsilon" not in result.message and "vector_norm`" not in result.message
+
+
+def test_float32_tensors_outside_the_graph_are_no_lower_precision():
+    from autograd_helpers.checks._anomaly_loss import computed_in
+
+    points = torch.tensor([[0.0, 0.0], [3.0, 4.0]], dtype=torch.float64, requires_grad=True)
+    squared = (points**2).sum(1)
+    safe = torch.where(squared > 0, squared, torch.ones(2))  # float32 ones, never differentiated
+    loss = torch.where(squared > 0, torch.sqrt(safe), torch.zeros(())).mean()
+    assert loss.dtype == torch.float64 and computed_in(loss, [points]) is None
+    assert computed_in(loss.float(), [points]) == torch.float32

@@ -9,7 +9,8 @@ behind (reseeding, random draws and ``torch.set_num_threads`` included,
 :mod:`._global_calls`); it hooked no gradient; it
 ran no backward of its own; it returned a loss; it did not write into its input; its value
 is the original's; its backward ran; its gradient is finite; its gradient is the original's
-wherever that one is finite.
+wherever that one is finite. A loss that computed in a less precise dtype than its input
+on the way is told so where a value or a gradient is off (:mod:`._anomaly_loss`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from autograd_helpers._common.leaves import fresh_leaf
 from autograd_helpers._common.nodes import graph_nodes, is_custom_function
 from autograd_helpers._common.runner import Outcome, run_learner_code
 from autograd_helpers.checks._anomaly_hidden import NanHiding, hidden_nan_verdict
+from autograd_helpers.checks._anomaly_loss import computed_in, loss_problem, precision_hint
 from autograd_helpers.checks._anomaly_points import Point, Truth
 from autograd_helpers.checks._contain import Contained
 from autograd_helpers.checks._feedback import (
@@ -77,6 +79,7 @@ class Trial:
     custom: bool = False  # the loss uses a custom autograd Function
     hid: str = ""  # where a NaN was replaced: "in its forward", "in its backward"...
     how: str = ""  # by what: "nan_to_num", "a NaN test" (NanHiding.how)
+    lower: torch.dtype | None = None  # a less precise dtype than the input's, on the way
 
     def fail(self, title: str, *details: str) -> CheckResult:
         return failed(self.label, f"{self.point.where} {title}", *details)
@@ -109,6 +112,7 @@ def run_trial(
     if outcome.error is None and _is_loss(value) and value.is_floating_point():
         roots = [value.grad_fn] if value.grad_fn is not None else []
         trial.custom = any(is_custom_function(n) for n in graph_nodes(roots))
+        trial.lower = computed_in(value, point.inputs)
         with NanHiding() as in_backward:
             trial.backward = run_learner_code(calls.around(_gradients), value, leaves)
         if in_backward.ran and not trial.hid:
@@ -177,56 +181,9 @@ def _no_backward_inside(trial: Trial) -> CheckResult | None:
 
 
 def _a_loss(trial: Trial) -> CheckResult | None:
-    """A tensor of one element, floating point and precise enough, connected to the input."""
-    value = trial.outcome.value
-    if not isinstance(value, Tensor):
-        kind = type(value).__name__
-        if type(value).__module__ == "numpy":
-            return trial.fail(
-                f"it returned a NumPy {kind}, not a tensor: NumPy values carry no gradient.",
-                "Hint: compute with torch operations and return the tensor.",
-            )
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return trial.fail(
-                f"it returned a Python {kind}, not a tensor.",
-                "Hint: `float(...)` and `.item()` turn the loss into a plain number, which "
-                "autograd cannot differentiate: return the tensor.",
-            )
-        return trial.fail(f"it returned a {kind}, not a tensor (the loss).")
-    if value.numel() != 1:
-        return trial.fail(
-            f"it returned a tensor of shape {tuple(value.shape)}; the loss is one number "
-            "(the original's shape is ()).",
-            "Hint: reduce it as the original loss does: did you leave out the `.mean()` (or "
-            "`.sum()`) at the end?",
-        )
-    if value.dim() != 0:
-        return trial.fail(
-            f"it returned a tensor of shape {tuple(value.shape)}; the original loss is a "
-            "0-dim tensor, shape ().",
-            "Hint: the loss is one number, a 0-dim tensor, as `.mean()` returns it; one of "
-            "shape (1,) turns every sum it joins into shape (1,) too. Reduce as the original "
-            "does (`.mean()` over all of it), or drop the extra dimension (`.squeeze()`).",
-        )
-    if not value.is_floating_point() or value.dtype.itemsize < 4:
-        why = (
-            "a loss is a real number"
-            if value.is_complex()
-            else "a loss needs the precision of its input (float16 keeps about 3 digits, an "
-            "integer none)"
-        )
-        return trial.fail(
-            f"it returned its loss as {value.dtype}, for {trial.point.inputs[0].dtype} input.",
-            f"Hint: {why}: compute in the input's dtype, or in float64.",
-        )
-    if not value.requires_grad:
-        return trial.fail(
-            "its value does not require grad: it is not connected to the input, so it has no "
-            "gradient at all.",
-            "Hint: something cut it off from the graph: `.detach()`, `torch.no_grad()`, "
-            "`.item()` or `float()`, or a new tensor made with `torch.tensor(...)`.",
-        )
-    return None
+    """A tensor of one element, floating point and as precise as the input, connected to it."""
+    problem = loss_problem(trial.outcome.value, trial.point.inputs)
+    return trial.fail(*problem) if problem is not None else None
 
 
 def _input_unchanged(trial: Trial) -> CheckResult | None:
@@ -241,7 +198,11 @@ def _input_unchanged(trial: Trial) -> CheckResult | None:
     return None
 
 
-def _hint(kind: str, general: str) -> str:
+def _hint(trial: Trial, general: str) -> str:
+    """A float32 computation for float64 input first: near 0 it shows as an epsilon would."""
+    if trial.lower is not None:
+        return precision_hint(trial.lower, trial.point.inputs[0].dtype)
+    kind = trial.point.kind
     return NEAR_HINT if kind == "near" else TOO_MUCH if kind == "beside" else general
 
 
@@ -253,7 +214,7 @@ def _same_value(trial: Trial) -> CheckResult | None:
         return None
     return trial.fail(
         f"its value is {float(got):.6g}, the original loss's {float(want):.6g}.",
-        _hint(trial.point.kind, VALUE_HINT),
+        _hint(trial, VALUE_HINT),
     )
 
 
@@ -267,9 +228,11 @@ def _backward_ran(trial: Trial) -> CheckResult | None:
 def _finite_gradient(trial: Trial) -> CheckResult | None:
     if trial.grads is None or all(bool(g.isfinite().all()) for g in trial.grads):
         return None
+    precision = () if trial.lower is None else (_hint(trial, ""),)
     return trial.fail(
         "its gradient still contains NaN or inf.",
         "Run `ah.anomaly.find_nan_origin` on it to see which operation makes it.",
+        *precision,
     )
 
 
@@ -287,7 +250,7 @@ def _same_gradient(trial: Trial) -> CheckResult | None:
             return trial.fail(
                 "its gradient differs from the original loss's, which is finite there.",
                 mismatch.describe(name, "yours", "original"),
-                _hint(trial.point.kind, GRADIENT_HINT),
+                _hint(trial, GRADIENT_HINT),
             )
     return None
 

@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 PROBE_SEED = 20_04  # the probes' own generator: the same rows at every check
+LARGE = 10.0  # the large-gradient probe: data this many times larger, parameters smaller
 BATCH_HINT = (
     "Hint: the example's batch passed and this one did not: is a size of the example "
     "written into your step (`/ 10`, `torch.full((5, 2), ...)`)? Take sizes from the "
@@ -56,7 +57,7 @@ class Setting:
     where: str
     inputs: tuple[Tensor, ...]
     steps: int
-    kind: str  # "example", "batch" or "float64"
+    kind: str  # "example", "batch", "large" or "float64"
 
 
 def copies(tensors: Sequence[Tensor]) -> list[Tensor]:
@@ -135,8 +136,30 @@ def _probe_tensor(t: Tensor, count: int, move: bool, generator: torch.Generator)
     return values.requires_grad_()
 
 
+def _large(example: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    """The data :data:`LARGE` times larger, the parameters as many times smaller: the
+    products ``x @ w`` stay, the residuals and the gradient grow (a clip shows there)."""
+    return tuple(
+        fresh_leaf(t.detach() / LARGE, requires_grad=True)
+        if t.requires_grad
+        else t.detach() * LARGE
+        if t.is_floating_point()
+        else t.detach().clone()
+        for t in example
+    )
+
+
+def _beyond_float32(t: Tensor, generator: torch.Generator) -> Tensor:
+    """``t`` in float64, each entry moved in its 7th digit: values float32 cannot hold, so a
+    step that rounds them to float32 on the way (`target.float()`) loses what they carry."""
+    values = t.detach().to(torch.float64)
+    noise = torch.randn(values.shape, generator=generator, dtype=torch.float64)
+    return (values * (1 + 1e-6 * noise)).requires_grad_(t.requires_grad)
+
+
 def probe_settings(example: tuple[Tensor, ...]) -> list[Setting]:
-    """Two batches of other sizes (the second with other weights too), then float64."""
+    """Two batches of other sizes (the second with other weights too), a large gradient, then
+    float64 with digits that float32 cannot hold."""
     generator = torch.Generator().manual_seed(PROBE_SEED)
     settings = []
     size = _batch_size(example)
@@ -146,11 +169,16 @@ def probe_settings(example: tuple[Tensor, ...]) -> list[Setting]:
             weights = " and other weights" if k == 1 else ""
             where = f", with a batch of {count} rows{weights} (a probe beyond the example's {size})"
             settings.append(Setting(where, inputs, 1, "batch"))
-    in64 = tuple(
-        fresh_leaf(t, torch.float64, requires_grad=t.requires_grad) if t.is_floating_point() else t
-        for t in example
+    where = (
+        f", with the data {LARGE:g} times larger and the parameters {LARGE:g} times smaller "
+        "(a probe where the gradient is large)"
     )
-    where = ", in float64 (a probe: the example's tensors as float64)"
+    settings.append(Setting(where, _large(example), 1, "large"))
+    in64 = tuple(_beyond_float32(t, generator) if t.is_floating_point() else t for t in example)
+    where = (
+        ", in float64 (a probe: the example's tensors in float64, moved in their 7th digit, "
+        "which float32 cannot hold)"
+    )
     settings.append(Setting(where, in64, 1, "float64"))
     return settings
 

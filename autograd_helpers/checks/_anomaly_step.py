@@ -31,6 +31,7 @@ from autograd_helpers.checks._anomaly_settings import (
     loss_problem,
     loss_value,
 )
+from autograd_helpers.checks._anomaly_updates import Update, update_hint
 from autograd_helpers.checks._contain import said
 from autograd_helpers.checks._feedback import (
     CheckResult,
@@ -38,7 +39,6 @@ from autograd_helpers.checks._feedback import (
     from_learner_error,
     lasting_change,
 )
-from autograd_helpers.checks._hints import update_hint
 from autograd_helpers.checks._numeric import format_number, worst_mismatch
 from autograd_helpers.checks._watch import Usage
 
@@ -241,17 +241,20 @@ def _before(run: StepRun, k: int) -> Tensor:
     return values.double()
 
 
-def _twice(moved: list[Tensor], meant: list[Tensor]) -> bool:
-    got = torch.cat([t.double().reshape(-1) for t in moved])
-    want = torch.cat([t.double().reshape(-1) for t in meant])
-    return bool(want.abs().max() > 0) and bool(torch.allclose(got, 2 * want, rtol=1e-4, atol=1e-8))
+def _moved(run: StepRun, k: int) -> Tensor:
+    """How the learner's tensor ``k`` moved in this step."""
+    return run.mine[k].detach().double() - _before(run, k)
+
+
+def _meant(run: StepRun, k: int) -> Tensor:
+    """How the reference's tensor ``k`` moved in this step."""
+    return run.theirs[k].detach().double() - run.theirs_before[k].double()
 
 
 def _float64_digits(run: StepRun, k: int) -> CheckResult | None:
     """In float64, the update must keep float64's digits: one that passed through float32
     (a gradient by hand, cast) is off by about 1e-8 of itself, far above float64's 1e-16."""
-    moved = run.mine[k].detach().double() - _before(run, k)
-    meant = run.theirs[k].detach().double() - run.theirs_before[k].double()
+    moved, meant = _moved(run, k), _meant(run, k)
     if not meant.numel():
         return None
     if float((moved - meant).abs().max()) <= 1e-10 * float(meant.abs().max()) + 1e-300:
@@ -279,18 +282,18 @@ def _update_as_meant(run: StepRun) -> CheckResult | None:
             if run.setting.kind == "float64" and (verdict := _float64_digits(run, k)):
                 return verdict
             continue
-        moved = [run.mine[j].detach().double() - _before(run, j) for j in trained]
-        meant = [run.theirs[j].detach().double() - run.theirs_before[j].double() for j in trained]
-        hint = (
-            "Hint: your update is twice the right one: is it applied twice (`w -= ...` and "
-            "`optimizer.step()`, or two update lines)? Apply it once."
-            if _twice(moved, meant)
-            else update_hint(moved, meant, run.earlier)
+        update = Update(
+            moved=[_moved(run, j) for j in trained],
+            meant=[_meant(run, j) for j in trained],
+            before=[_before(run, j) for j in trained],
+            earlier=run.earlier,
+            called=run.watch.called,
+            large=run.setting.kind == "large",
         )
         return run.fail(
             f"{run.after} parameter {k} (`{run.names[k]}`) differs from the reference's.",
             mismatch.describe(f"parameter {k}", "yours", "expected"),
-            hint,
+            update_hint(update),
         )
     return None
 

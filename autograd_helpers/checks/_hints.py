@@ -14,7 +14,7 @@ from torch import Tensor
 
 from autograd_helpers.checks._numeric import format_number
 
-__all__ = ["dtype_hint", "sum_to", "swap_hint", "transposed_hint", "update_hint", "value_hint"]
+__all__ = ["dtype_hint", "sum_to", "swap_hint", "transposed_hint", "value_hint"]
 
 
 def _close(a: Tensor, b: Tensor) -> bool:
@@ -106,51 +106,4 @@ def dtype_hint(dtype: torch.dtype) -> str:
     return (
         "Hint: do not convert the result; let its dtype follow the inputs (no `.float()`, "
         "`torch.zeros_like(x)` rather than `torch.zeros(n)`)."
-    )
-
-
-def _flat(tensors: Sequence[Tensor]) -> Tensor:
-    return torch.cat([t.detach().double().reshape(-1) for t in tensors])
-
-
-def update_hint(
-    moved: Sequence[Tensor], meant: Sequence[Tensor], earlier: Sequence[Sequence[Tensor]]
-) -> str:
-    """Why a training step changed the parameters by ``moved`` rather than by ``meant``.
-
-    ``earlier`` holds the updates of the steps before, which were right: a step that moves
-    by their sum plus its own has let the gradients accumulate in ``.grad``.
-    """
-    got, want = _flat(moved), _flat(meant)
-
-    def close(a: Tensor, b: Tensor) -> bool:
-        return bool(torch.allclose(a, b, rtol=1e-4, atol=1e-7))
-
-    if close(got, torch.zeros_like(got)):
-        return (
-            "Hint: your step did not change the parameters. Update them in place under "
-            "`torch.no_grad()` (`w -= lr * w.grad`): `w = w - ...` only rebinds a local name, "
-            "and the caller's tensor stays as it was."
-        )
-    if earlier and close(got, want + sum(_flat(update) for update in earlier)):
-        return (
-            "Hint: your update is this step's and the earlier steps' together: the gradients "
-            "accumulate in `.grad`. Reset them after each update (`w.grad = None`, or "
-            "`optimizer.zero_grad()`)."
-        )
-    norm = float((want * want).sum())
-    scale = float((got * want).sum()) / norm if norm > 0 else 0.0
-    if norm > 0 and close(got, scale * want):
-        if abs(scale + 1) < 1e-3:
-            return (
-                "Hint: your update goes the wrong way, uphill: subtract the gradient "
-                "(`w -= lr * w.grad`), do not add it."
-            )
-        times = format_number(scale)
-        return f"Hint: your update is {times} times the right one: check the learning rate."
-    return (
-        "Hint: the loss matched but the update did not, so the gradient you stepped with is "
-        "not the one the step means. Was a tensor that backward needs changed behind "
-        "autograd's back (through `.data`, or in place under `torch.no_grad()`), or part of "
-        "the graph cut off with `.detach()`?"
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 from torch import Tensor
 
+from autograd_helpers._common.runner import run_learner_code
 from autograd_helpers._common.tensors import TensorState
 from autograd_helpers._common.validate import require_callable, require_float_tensor
 from autograd_helpers.checks._anomaly_backward import chapter_contained, run_safe_backward
@@ -30,11 +31,12 @@ from autograd_helpers.checks._anomaly_settings import (
     probe_settings,
 )
 from autograd_helpers.checks._anomaly_step import STEP_CHECKS, StepRun
+from autograd_helpers.checks._anomaly_updates import OTHER_RULES
 from autograd_helpers.checks._contain import Contained
 from autograd_helpers.checks._feedback import CheckResult, callable_verdict, failed, first_found
 from autograd_helpers.checks._global_calls import GlobalCalls, flushing_denormals
 from autograd_helpers.checks._problems import label_of
-from autograd_helpers.checks._watch import run_watched
+from autograd_helpers.checks._watch import watching
 from autograd_helpers.checks.function import check_function
 
 __all__ = ["check_finite_gradients", "check_safe_backward", "check_training_step"]
@@ -257,7 +259,8 @@ def _run_step(
     before = [TensorState.take(t) for t in mine]
     theirs_before = [t.detach().clone() for t in theirs]
     calls = GlobalCalls()
-    outcome, watch = run_watched(calls.around(step), *mine)
+    with watching(tuple(OTHER_RULES), keep_outputs=True) as watch:  # and each pass's loss
+        outcome = run_learner_code(calls.around(step), *mine)
     lasting = [*outcome.side_effects, *contained.changes()]
     lasting += calls.said(lasting)
     contained.restore()
@@ -283,12 +286,14 @@ def check_training_step(
     of them, updates the parameters in place (as an optimizer does) and returns the loss (a
     tensor of one element; a Python or NumPy number passes too). The step runs ``steps``
     times from the example, then once at each probe (batches of other sizes, other weights,
-    float64). After every step its loss must be the reference's; it must run one backward
-    pass, on that loss; leave the data, global settings and variables as it found them, and
-    no hook on the parameters; and move the parameters as the reference's moved. A wrong
-    update is explained when its numbers show the classic cause: no update at all,
-    gradients accumulating across steps, the wrong sign, a learning rate off by a factor,
-    the update applied twice.
+    a large gradient, float64 with digits float32 cannot hold). After every step its loss
+    must be the reference's; it must run one backward pass, on that loss; leave the data,
+    global settings and variables as it found them, and no hook on the parameters; and move
+    the parameters as the reference's moved. A wrong update is explained when its numbers
+    show the classic cause: no update at all, gradients accumulating across steps, the wrong
+    sign, a learning rate off by a factor, the update applied twice, another update rule (an
+    optimizer such as Adam, a clamp or a clip of the gradient, weight decay), float32 on the
+    way.
 
     The reference may be the broken step itself: it runs with every tensor it saves for
     backward copied (:func:`torch.autograd.graph.saved_tensors_hooks`), so that a later
@@ -340,6 +345,7 @@ def check_training_step(
     return CheckResult(
         "passed",
         f"{label} passed: {steps} steps with the reference's losses and parameters{each} "
-        f"and the same at {len(settings) - 1} probes (other batch sizes, float64).",
+        f"and the same at {len(settings) - 1} probes (other batch sizes, a large gradient, "
+        "float64).",
         () if passes else (NO_BACKWARD_NOTE,),
     )

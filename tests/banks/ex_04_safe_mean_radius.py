@@ -400,4 +400,17 @@ class Radius(torch.autograd.Function):
         "    return torch.linalg.vector_norm(points, dim=1).mean()\n",
         "the default list `_seen` of safe_mean_radius",
     ),
+    # --- from issue 25: each was blamed on an epsilon, with vector_norm as the fix
+    wrong(
+        "wrong type or shape",
+        "vector_norm of the points in float32",
+        radius("return torch.linalg.vector_norm(points.float(), dim=1).mean()"),
+        "computes in float32 for float64 input",
+    ),
+    wrong(
+        "wrong type or shape",
+        "vector_norm in float32, the loss converted back",
+        radius("return torch.linalg.vector_norm(points.float(), dim=1).mean().to(points.dtype)"),
+        "computes in float32 for float64 input",
+    ),
 )

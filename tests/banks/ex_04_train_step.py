@@ -381,4 +381,72 @@ BANK = bank(
         ),
         "the default list `_losses` of fixed_train_step",
     ),
+    # --- from issue 25: each passed, or was blamed on a corrupted gradient, before
+    wrong(
+        "right only at the example",
+        "the target made float32",
+        usual("target = target.float()\n" + FORWARD),
+        "float32's digits",
+    ),
+    wrong(
+        "right only at the example",
+        "the learning rate as a tensor, float32 by default",
+        usual(update="with torch.no_grad():\n    w -= torch.tensor(0.1) * w.grad\nw.grad = None\n"),
+        "float32's digits",
+    ),
+    wrong(
+        "symptom fix",
+        "clips the gradient's norm to 1",
+        usual(
+            update="torch.nn.utils.clip_grad_norm_([w], max_norm=1.0)\n" + UPDATE,
+        ),
+        "`torch.nn.utils.clip_grad_norm_`",
+    ),
+    wrong(
+        "symptom fix",
+        "scales the gradient down to norm 1 by hand",
+        usual(
+            update="with torch.no_grad():\n"
+            "    grad = w.grad * min(1.0, 1.0 / float(w.grad.norm()))\n"
+            "    w -= 0.1 * grad\nw.grad = None\n"
+        ),
+        "norm is capped",
+    ),
+    wrong(
+        "symptom fix",
+        "clamps the gradient to [-1, 1]",
+        usual(update="w.grad.clamp_(-1, 1)\n" + UPDATE),
+        "the gradient capped at a bound",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "Adam instead of the original's update",
+        step(
+            "optimizer = torch.optim.Adam([w], lr=0.1)\n" + FORWARD + "loss.backward()\n"
+            "optimizer.step()\noptimizer.zero_grad()\nreturn loss"
+        ),
+        "`torch.optim.Adam`",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "SGD with weight decay",
+        step(
+            "optimizer = torch.optim.SGD([w], lr=0.1, weight_decay=0.01)\n"
+            + FORWARD
+            + "loss.backward()\noptimizer.step()\noptimizer.zero_grad()\nreturn loss"
+        ),
+        "weight decay",
+    ),
+    right(
+        "SGD with momentum made afresh at each step (its first step is plain SGD)",
+        step(
+            "optimizer = torch.optim.SGD([w], lr=0.1, momentum=0.9)\n"
+            + FORWARD
+            + "loss.backward()\noptimizer.step()\noptimizer.zero_grad()\nreturn loss"
+        ),
+    ),
+    right(
+        "a clip so loose it never binds",
+        usual(update="torch.nn.utils.clip_grad_norm_([w], max_norm=1e6)\n" + UPDATE),
+    ),
 )
