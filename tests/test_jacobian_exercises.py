@@ -641,3 +641,36 @@ def test_set_up_and_its_use_refuse_the_notebooks_mistakes():
         set_up_jacobian_shapes({})
     with pytest.raises(TypeError, match="set_up must come from"):
         check_jacobian_shapes([()], PROBLEMS, set_up=PROBLEMS)
+
+
+# --- issue 25: float64 numbers that float32 cannot hold --------------------------------------
+
+
+def test_the_float64_probe_holds_digits_float32_rounds_away():
+    (problem,) = [p for p in hvp_table.problems() if "float32 cannot hold" in p.probes]
+    (v,) = problem.extra
+    for t in (problem.x, v):
+        assert t.dtype == torch.float64 and bool((t.float().double() != t).all())
+    rounded = hvp_table._in_float32(problem)
+    off = (rounded - problem.expected).abs().max() / problem.expected.abs().max()
+    assert off > 1e-2, off  # float32 on the way is off by percents, the tolerance is 1e-6
+
+
+def _through_float32(where):
+    def hvp(f, x, v):
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        if where == "v":
+            return torch.autograd.grad((g * v.float()).sum(), x)[0]
+        if where == "g":
+            return torch.autograd.grad((g.float() * v).sum(), x)[0]
+        return torch.autograd.grad(g, x, torch.tensor(v.tolist()).to(x.dtype))[0]
+
+    return hvp
+
+
+@pytest.mark.parametrize("where", ["v", "g", "a copy made without a dtype"])
+def test_a_float64_hvp_with_float32_on_the_way_fails_naming_float32(where):
+    result = check_hvp(_through_float32(where))
+    assert result.status == "failed", result.message
+    assert "float32 cannot hold" in result.message and "rounded to float32" in result.message

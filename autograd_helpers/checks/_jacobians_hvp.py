@@ -2,7 +2,8 @@
 
 The problems are data (:func:`problems`): a cubic and probes beyond it (a logistic loss, a
 matrix x, an x of shape (3, 1), a 0-d x, an x of 35 entries whose Hessian would have 1225,
-a function that carries a 4 × 4 matrix, ``v = 0``, a tiny ``v``, float32).
+a function that carries a 4 × 4 matrix, ``v = 0``, a tiny ``v``, float32, an x and a v
+whose digits float32 cannot hold: :func:`smoothness`).
 :data:`EXERCISE` is the table of named checks: the shared ones, then this exercise's
 mechanism (at most three backward passes, no batch of the Hessian's rows:
 :func:`~._jacobians_hvp_mechanism.formed_hessian`) and the result's shape and values;
@@ -173,7 +174,26 @@ def problems() -> tuple[Problem, ...]:
             torch.tensor([0.0, 1e-8, 0.5, -3.0], dtype=torch.float32),
             torch.tensor([1.0, -2.0, 0.5, 0.25], dtype=torch.float32),
         ),
+        _problem(
+            "((x[1:] - x[:-1]) ** 2).sum() / 2, x and v of shape (6,) near 1 (apart from it "
+            "in the 7th digit)",
+            "x and v with digits float32 cannot hold",
+            smoothness,
+            *_beyond_float32(draws(7)),
+        ),
     )
+
+
+def smoothness(x: Tensor) -> Tensor:
+    """Half the squared differences of neighbours: H v is v's own differences, so a v
+    rounded to float32 on the way (its 8th digit gone) gives another H v."""
+    return ((x[1:] - x[:-1]) ** 2).sum() / 2
+
+
+def _beyond_float32(randn: Callable[..., Tensor]) -> tuple[Tensor, Tensor]:
+    """An x and a v near 1 whose entries differ in the 7th digit: float64 holds them,
+    float32 rounds each to within 6e-8, an error of several percent in their differences."""
+    return 1 + 1e-6 * randn(6), 1 + 1e-6 * randn(6)
 
 
 def wrong_shape(run: Run) -> Finding | None:
@@ -198,6 +218,21 @@ def wrong_shape(run: Run) -> Finding | None:
     )
 
 
+FLOAT32_HINT = (
+    "Hint: that is H v for x and v rounded to float32 (about 7 digits; float64 keeps 16): "
+    "something on the way is float32 (`v.float()`, `g.float()`, a tensor made without a "
+    "dtype). Keep every number in x's dtype: the caller chose float64 for its digits."
+)
+
+
+def _in_float32(problem: Problem) -> Tensor:
+    """H v at x and v rounded to float32, computed in float64 (what float32 on the way gives)."""
+    (v,) = problem.extra
+    rounded = [t.float().double() for t in (problem.x, v)]
+    hv: Tensor = torch.autograd.functional.hvp(problem.f, rounded[0], rounded[1])[1]
+    return hv
+
+
 def _value_hint(run: Run, got: Tensor) -> str | None:
     problem = run.problem
     (v,) = problem.extra
@@ -209,6 +244,8 @@ def _value_hint(run: Run, got: Tensor) -> str | None:
     def near(other: Tensor) -> bool:
         return torch.allclose(got, other, rtol=1e-6, atol=1e-8 * scale)
 
+    if problem.x.dtype == torch.float64 and near(_in_float32(problem)):
+        return FLOAT32_HINT
     if near(gradient):
         return "Hint: that is the gradient g itself; H v is the gradient of g · v."
     if near(gradient * v.double()):

@@ -401,6 +401,22 @@ BANK = bank(
         """),
         "silently become float64",
     ),
+    # --- from issue 25: each passed before (float64 results with float32's digits)
+    wrong(
+        "right only at the example",
+        "v converted to float32 in the dot product",
+        answer(GRADIENT + "return torch.autograd.grad((g * v.float()).sum(), x)[0]"),
+        "rounded to float32",
+    ),
+    wrong(
+        "right only at the example",
+        "v copied with torch.tensor, which makes float32",
+        answer(
+            GRADIENT + "weights = torch.tensor(v.tolist())\n"
+            "return torch.autograd.grad((g * weights).sum(), x)[0]"
+        ),
+        "rounded to float32",
+    ),
     # --- right, written differently
     right(
         "v as grad_outputs",
