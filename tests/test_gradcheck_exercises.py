@@ -493,3 +493,41 @@ def test_a_changed_exercise_setup_is_a_verdict_whatever_the_settings():
     assert check_gradcheck_settings(torch.float64, 1e-6, fn=shifted, x=POINTS, **_setup()).passed
     with pytest.raises(TypeError, match="reference"):
         check_gradcheck_settings(torch.float64, 1e-6, fn=shifted, x=POINTS, reference=3)
+
+
+# --- issue 25: messages that pointed the wrong way ------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [1e-14, 1e-16, 1e-20, torch.finfo(torch.float64).eps])
+def test_an_eps_far_below_the_values_spacing_is_told_to_grow_by_far(eps):
+    result = check_gradcheck_settings(torch.float64, eps, fn=shifted, x=POINTS)
+    assert result.status == "failed", result.message
+    assert "needs a much larger eps" in result.message, result.message
+    assert "difference is 0" in result.message and "try 1e-06" in result.message
+    assert "Neither a ten times larger" not in result.message
+
+
+def test_the_steps_offered_make_a_meaningful_check():
+    from autograd_helpers.checks._gradcheck_errors import meaningful_steps
+
+    steps = meaningful_steps(shifted, POINTS, torch.float64)
+    assert 1e-6 in steps and 1e-10 not in steps and 1e-1 not in steps, steps
+    for eps in steps:  # each passes the whole check: at the points, across them, 1% caught
+        assert check_gradcheck_settings(torch.float64, eps, fn=shifted, x=POINTS).passed
+
+
+def test_a_changed_default_dtype_is_said_before_the_points_it_changed():
+    try:
+        torch.set_default_dtype(torch.float64)  # the learner's answer cell
+        result = check_gradcheck_settings(
+            torch.float64,
+            1e-6,
+            fn=shifted,
+            x=POINTS,  # made before, in float32
+            reference=lambda t: 500 + 0.05 * torch.sin(3 * t),
+            reference_x=torch.linspace(-2, 2, 7),  # the check cell's: float64 now
+        )
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert "default dtype is float64" in result.message, result.message
+    assert "other points" not in result.message

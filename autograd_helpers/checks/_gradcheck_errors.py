@@ -20,16 +20,21 @@ from autograd_helpers._common.runner import run_learner_code
 
 __all__ = [
     "OFF_BY",
+    "PROBE_POINTS",
     "SWEEP",
     "dtype_name",
     "error_causes",
     "largest_error",
+    "meaningful_steps",
     "one_percent_off",
     "passes",
+    "probe_points",
 ]
 
 OFF_BY = 0.01  # the wrong derivative a meaningful check must catch: 1% off
 SWEEP = tuple(10.0**-k for k in range(1, 11))  # the steps tried when none seems to work
+GRADCHECK_ATOL, GRADCHECK_RTOL = 1e-5, 1e-3  # gradcheck's defaults, which the exercise keeps
+PROBE_POINTS = 101  # the denser grid across the example's range that the choice must pass
 DOMINATES = 3.0  # a ten times smaller (larger) step that cuts the error by this: the cause
 
 
@@ -69,14 +74,33 @@ def passes(fn: Callable[[Tensor], Tensor], x: Tensor, dtype: torch.dtype, eps: f
     return outcome.error is None and bool(outcome.value)
 
 
-def _error(fn: Callable[[Tensor], Tensor], x: Tensor, dtype: torch.dtype, eps: float) -> float:
+def _differences(
+    fn: Callable[[Tensor], Tensor], x: Tensor, dtype: torch.dtype, eps: float
+) -> tuple[Tensor, Tensor]:
+    """The central differences and autograd's derivatives of the elementwise ``fn`` at ``x``
+    (each point moved on its own, as gradcheck moves it: ``fn`` is elementwise)."""
     point = x.detach().to(dtype)
     with torch.no_grad():
         numerical = (fn(point + eps) - fn(point - eps)) / (2 * eps)
     with torch.enable_grad():
         leaf = point.clone().requires_grad_()
         (analytical,) = torch.autograd.grad(fn(leaf).sum(), leaf)
+    return numerical, analytical
+
+
+def _error(fn: Callable[[Tensor], Tensor], x: Tensor, dtype: torch.dtype, eps: float) -> float:
+    numerical, analytical = _differences(fn, x, dtype, eps)
     return float((numerical - analytical).abs().max())
+
+
+def _within_tolerance(
+    fn: Callable[[Tensor], Tensor], x: Tensor, dtype: torch.dtype, eps: float
+) -> bool:
+    """gradcheck's verdict on the elementwise ``fn`` at many points, from one vectorised
+    pass: |numerical - analytical| <= atol + rtol·|numerical| at each."""
+    numerical, analytical = _differences(fn, x, dtype, eps)
+    allowed = GRADCHECK_ATOL + GRADCHECK_RTOL * numerical.abs()
+    return bool(((numerical - analytical).abs() <= allowed).all())
 
 
 def largest_error(
@@ -92,6 +116,81 @@ def largest_error(
     """
     outcome = run_learner_code(_error, fn, x, dtype, eps)
     return float("nan") if outcome.error is not None else float(outcome.value)
+
+
+def probe_points(x: Tensor) -> Tensor:
+    """:data:`PROBE_POINTS` points across ``x``'s range (a unit range around one point)."""
+    low, high = float(x.detach().min()), float(x.detach().max())
+    if high - low < 1:
+        low, high = low - 0.5, high + 0.5
+    return torch.linspace(low, high, PROBE_POINTS, dtype=torch.float64)
+
+
+def meaningful_steps(fn: Callable[[Tensor], Tensor], x: Tensor, dtype: torch.dtype) -> list[float]:
+    """The steps of :data:`SWEEP` at which gradcheck in ``dtype`` passes ``fn`` (at ``x``
+    and across its range, :func:`probe_points`) and catches a derivative 1% off.
+
+    Example::
+
+        >>> x = torch.linspace(-1, 1, 5)
+        >>> [f"{eps:g}" for eps in meaningful_steps(torch.sin, x, torch.float64)][:3]
+        ['0.01', '0.001', '0.0001']
+    """
+    wrong, grid = one_percent_off(fn), probe_points(x)
+
+    def across(step: float) -> bool:
+        outcome = run_learner_code(_within_tolerance, fn, grid, dtype, step)
+        return outcome.error is None and bool(outcome.value)
+
+    return [
+        step
+        for step in SWEEP
+        if passes(fn, x, dtype, step) and not passes(wrong, x, dtype, step) and across(step)
+    ]
+
+
+def _same_values(fn: Callable[[Tensor], Tensor], x: Tensor, dtype: torch.dtype, eps: float) -> bool:
+    """Whether ``fn`` at ``x + eps`` and ``x - eps`` is the same number everywhere in ``dtype``."""
+
+    def same() -> bool:
+        point = x.detach().to(dtype)
+        with torch.no_grad():
+            return bool(torch.equal(fn(point + eps), fn(point - eps)))
+
+    outcome = run_learner_code(same)
+    return outcome.error is None and bool(outcome.value)
+
+
+def _far_from_working(
+    fn: Callable[[Tensor], Tensor], x: Tensor, dtype: torch.dtype, eps: float, nearby: str
+) -> list[str]:
+    """Why a ten times larger or smaller eps does not help (``nearby`` says what they give):
+    the steps that work are further away (rounding that swamps the difference, so that it
+    is 0; truncation), or there are none."""
+    steps = meaningful_steps(fn, x, dtype)
+    name = dtype_name(dtype)
+    if not steps or min(steps) <= eps <= max(steps):
+        return [
+            f"Neither a ten times larger nor a ten times smaller eps fixes it in {name} ({nearby})."
+        ]
+    pick = steps[len(steps) // 2]
+    span = f"from {steps[-1]:g} to {steps[0]:g}" if len(steps) > 1 else f"{steps[0]:g}"
+    works = f"in {name}, eps {span} works for this function (try {pick:g})."
+    if eps > max(steps):
+        return [
+            f"Truncation error dominates, by far ({nearby}). A meaningful check needs a much "
+            f"smaller eps: {works}"
+        ]
+    zero = (
+        f" f(x + eps) and f(x - eps) are the same {name} number at every point, so their "
+        "difference is 0: eps is below the spacing of the function's values."
+        if _same_values(fn, x, dtype, eps)
+        else " The two values subtracted agree in all but their last digits."
+    )
+    return [
+        f"Rounding error dominates, by far ({nearby}).{zero} A meaningful check needs a much "
+        f"larger eps: {works}"
+    ]
 
 
 def error_causes(
@@ -120,9 +219,8 @@ def error_causes(
             "what is left: use a larger eps."
         )
     else:
-        found.append(
-            "Neither a ten times larger nor a ten times smaller eps fixes it in this dtype."
-        )
+        nearby = f"at eps={eps * 10:g} the error is {larger:.1e}, at eps={eps / 10:g} {smaller:.1e}"
+        found += _far_from_working(fn, x, dtype, eps, nearby)
     if dtype != torch.float64 and passes(fn, x, torch.float64, eps):
         found.append(
             f"In float64 the same eps works: {name} keeps too few digits of the function's "

@@ -21,10 +21,12 @@ from autograd_helpers._common.leaves import fresh_leaf
 from autograd_helpers._common.runner import run_learner_code
 from autograd_helpers.checks._feedback import CheckResult, failed, first_found, stub_verdict
 from autograd_helpers.checks._gradcheck_errors import (
+    PROBE_POINTS,
     dtype_name,
     error_causes,
     one_percent_off,
     passes,
+    probe_points,
 )
 from autograd_helpers.checks._gradcheck_spelling import (
     as_dtype,
@@ -33,9 +35,15 @@ from autograd_helpers.checks._gradcheck_spelling import (
     is_number,
 )
 
-__all__ = ["PROBE_POINTS", "SETTINGS_CHECKS", "Choice", "probe_points", "run_settings_checks"]
+__all__ = [
+    "PROBE_POINTS",
+    "SETTINGS_CHECKS",
+    "Choice",
+    "notebook_settings",
+    "probe_points",
+    "run_settings_checks",
+]
 
-PROBE_POINTS = 101  # the denser grid across the example's range that the choice must pass
 HALF_PRECISION = (torch.float16, torch.bfloat16)  # run, and explained by their results
 
 
@@ -106,10 +114,11 @@ def _eps_is_a_small_step(choice: Choice) -> CheckResult | None:
     return None
 
 
-def _notebook_left_as_set(choice: Choice) -> CheckResult | None:
-    """Global settings that a learner's cell changed for the rest of the notebook."""
+def notebook_settings() -> tuple[str, str] | None:
+    """``(title, advice)`` for a global setting a learner's cell changed for the rest of the
+    notebook (grad mode off, another default dtype); ``None`` when they are as set."""
     if not torch.is_grad_enabled():
-        return choice.fail(
+        return (
             "grad mode is off in your notebook: `torch.set_grad_enabled(False)` ran and was "
             "never undone.",
             "Every later cell would build no graph. Switch it back with "
@@ -118,14 +127,21 @@ def _notebook_left_as_set(choice: Choice) -> CheckResult | None:
         )
     default = torch.get_default_dtype()
     if default != torch.float32:
-        return choice.fail(
+        return (
             f"torch's default dtype is {dtype_name(default)}, not float32: it was changed for "
             "the whole notebook.",
             "The dtype belongs to this check only: `dtype = torch.float64` is enough (the "
             "checker converts the points to it). Put the default back with "
-            "`torch.set_default_dtype(torch.float32)`.",
+            "`torch.set_default_dtype(torch.float32)`, then run the cell that sets up the "
+            "exercise again (tensors made meanwhile took the changed default).",
         )
     return None
+
+
+def _notebook_left_as_set(choice: Choice) -> CheckResult | None:
+    """Global settings that a learner's cell changed for the rest of the notebook."""
+    found = notebook_settings()
+    return choice.fail(*found) if found is not None else None
 
 
 def _runs_in_dtype(choice: Choice) -> CheckResult | None:
@@ -172,14 +188,6 @@ def _wrong_derivative_fails(choice: Choice) -> CheckResult | None:
         "allowance. A step that adds truncation or rounding error of its own widens the gap: "
         "try a step where the error is smallest, in float64.",
     )
-
-
-def probe_points(x: Tensor) -> Tensor:
-    """:data:`PROBE_POINTS` points across ``x``'s range (a unit range around one point)."""
-    low, high = float(x.detach().min()), float(x.detach().max())
-    if high - low < 1:
-        low, high = low - 0.5, high + 0.5
-    return torch.linspace(low, high, PROBE_POINTS, dtype=torch.float64)
 
 
 def _holds_beyond_the_example(choice: Choice) -> CheckResult | None:

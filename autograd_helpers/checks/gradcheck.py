@@ -18,7 +18,11 @@ from autograd_helpers._common.runner import run_learner_code
 from autograd_helpers._common.validate import require_callable, require_float_tensor, require_str
 from autograd_helpers.checks._feedback import CheckResult, failed
 from autograd_helpers.checks._gradcheck_double import Double, run_double_checks
-from autograd_helpers.checks._gradcheck_settings import Choice, run_settings_checks
+from autograd_helpers.checks._gradcheck_settings import (
+    Choice,
+    notebook_settings,
+    run_settings_checks,
+)
 
 __all__ = ["check_double_backward", "check_gradcheck_settings"]
 
@@ -82,6 +86,8 @@ def check_gradcheck_settings(
         True
     """
     me = "check_gradcheck_settings"
+    if (left := notebook_settings()) is not None:  # first: a changed default changes `x` too
+        return failed(name if isinstance(name, str) else "your settings", *left)
     if reference is not None or reference_x is not None:
         require_callable(me, "reference", reference)
         require_float_tensor(me, "reference_x", reference_x)

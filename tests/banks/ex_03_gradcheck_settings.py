@@ -139,6 +139,31 @@ BANK = bank(
         choose("torch.float64", "torch.tensor(1e-6, requires_grad=True)"),
     ),
     right("eps from finfo", choose("torch.float64", "torch.finfo(torch.float64).eps ** (1 / 3)")),
+    # --- from issue 25: each was told something that points the wrong way before
+    wrong(
+        "wrong formula",
+        "float64 with eps 1e-14, below the spacing of the values",
+        choose("torch.float64", "1e-14"),
+        "needs a much larger eps",
+    ),
+    wrong(
+        "wrong formula",
+        "float64 with machine epsilon as the step",
+        choose("torch.float64", "torch.finfo(torch.float64).eps"),
+        "needs a much larger eps",
+    ),
+    wrong(
+        "side effect",
+        "float64 made the default dtype for the whole notebook",
+        choose("torch.float64", "1e-6", before="torch.set_default_dtype(torch.float64)"),
+        "default dtype is float64",
+    ),
+    wrong(
+        "side effect",
+        "the dtype read back from a changed default",
+        choose("torch.get_default_dtype()", "1e-6", before="torch.set_default_dtype(torch.double)"),
+        "default dtype is float64",
+    ),
     # --- side effect: the exercise's setup changed (last: it stays for the answers after them)
     wrong(
         "side effect",
