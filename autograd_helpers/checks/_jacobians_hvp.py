@@ -6,7 +6,8 @@ a function that carries a 4 × 4 matrix, ``v = 0``, a tiny ``v``, float32, an x 
 whose digits float32 cannot hold: :func:`smoothness`).
 :data:`EXERCISE` is the table of named checks: the shared ones, then this exercise's
 mechanism (at most three backward passes, no batch of the Hessian's rows:
-:func:`~._jacobians_hvp_mechanism.formed_hessian`) and the result's shape and values;
+:func:`~._jacobians_hvp_mechanism.formed_hessian`) and the result's shape and values
+(:mod:`._jacobians_hvp_values`);
 forward-over-reverse passes with a note (:mod:`._jacobians_notes`), and so does a tensor of
 n × n numbers that is no Hessian, such as ``torch.outer(g, v)``.
 """
@@ -20,16 +21,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from autograd_helpers._common.leaves import fresh_leaf
 from autograd_helpers.checks._jacobians_checks import (
     FORWARD_MODE,
     changed_arguments,
     changed_notebook,
-    compare,
     finite_differences,
     left_settings,
     lower_precision,
-    nan_hint,
     not_a_tensor,
     raised,
     refused,
@@ -44,8 +42,9 @@ from autograd_helpers.checks._jacobians_hvp_mechanism import (
     too_many_passes,
     zero_shortcut,
 )
+from autograd_helpers.checks._jacobians_hvp_values import wrong_shape, wrong_values
 from autograd_helpers.checks._jacobians_notes import forward_over_reverse, kept_graph
-from autograd_helpers.checks._problems import Exercise, Finding, Problem, Run, draws
+from autograd_helpers.checks._problems import Exercise, Problem, draws
 from autograd_helpers.checks._watch import watching
 
 __all__ = ["EXERCISE", "MAX_BACKWARD_PASSES", "REFUSED", "hessian_sized", "problems"]
@@ -194,85 +193,6 @@ def _beyond_float32(randn: Callable[..., Tensor]) -> tuple[Tensor, Tensor]:
     """An x and a v near 1 whose entries differ in the 7th digit: float64 holds them,
     float32 rounds each to within 6e-8, an error of several percent in their differences."""
     return 1 + 1e-6 * randn(6), 1 + 1e-6 * randn(6)
-
-
-def wrong_shape(run: Run) -> Finding | None:
-    """``H v`` does not have ``x``'s shape."""
-    assert isinstance(run.value, Tensor)
-    got, want = run.value.shape, run.problem.x.shape
-    if got == want:
-        return None
-    if run.value.numel() == 1 and run.problem.size > 1:
-        hint = (
-            "Hint: H v has one entry per entry of x: it is the gradient of the scalar "
-            "`(g * v).sum()`, not that scalar."
-        )
-    elif run.value.numel() == run.problem.size:
-        hint = "Hint: the right number of entries: reshape to `x.shape` (do not flatten x)."
-    else:
-        hint = "Hint: H v has x's shape: the gradient of a scalar with respect to x."
-    return Finding(
-        f"on {run.problem.description} it returned shape {tuple(got)}, expected {tuple(want)}, "
-        "the shape of x.",
-        (hint,),
-    )
-
-
-FLOAT32_HINT = (
-    "Hint: that is H v for x and v rounded to float32 (about 7 digits; float64 keeps 16): "
-    "something on the way is float32 (`v.float()`, `g.float()`, a tensor made without a "
-    "dtype). Keep every number in x's dtype: the caller chose float64 for its digits."
-)
-
-
-def _in_float32(problem: Problem) -> Tensor:
-    """H v at x and v rounded to float32, computed in float64 (what float32 on the way gives)."""
-    (v,) = problem.extra
-    rounded = [t.float().double() for t in (problem.x, v)]
-    hv: Tensor = torch.autograd.functional.hvp(problem.f, rounded[0], rounded[1])[1]
-    return hv
-
-
-def _value_hint(run: Run, got: Tensor) -> str | None:
-    problem = run.problem
-    (v,) = problem.extra
-    x = fresh_leaf(problem.x, torch.float64)
-    (gradient,) = torch.autograd.grad(problem.f(x), x)
-    want = problem.expected
-    scale = float(want.abs().max()) or 1.0
-
-    def near(other: Tensor) -> bool:
-        return torch.allclose(got, other, rtol=1e-6, atol=1e-8 * scale)
-
-    if problem.x.dtype == torch.float64 and near(_in_float32(problem)):
-        return FLOAT32_HINT
-    if near(gradient):
-        return "Hint: that is the gradient g itself; H v is the gradient of g · v."
-    if near(gradient * v.double()):
-        return "Hint: that is g * v; H v is the gradient of the scalar (g * v).sum()."
-    if near(gradient + want):
-        return (
-            "Hint: that is g + H v: `x.grad` still held g from the first backward. Reset it "
-            "(`x.grad = None`) in between, or use `torch.autograd.grad`."
-        )
-    if not bool(v.any()) or float(v.abs().max()) < 1e-20:
-        return (
-            "Hint: v is 0 or tiny here. H v is linear in v: differentiate `(g * v).sum()` "
-            "as it is, without normalising v, adding a step or a special case for a small v."
-        )
-    return None
-
-
-def wrong_values(run: Run) -> Finding | None:
-    """Values off ``H v``, with the likely reason."""
-    mismatch = compare(run)
-    if mismatch is None:
-        return None
-    assert isinstance(run.value, Tensor)
-    details = [mismatch.describe("Hv", "yours", "autograd's")]
-    hint = _value_hint(run, run.value.detach().double()) or nan_hint(mismatch)
-    details += [hint] if hint else []
-    return Finding(f"on {run.problem.description} the values are off.", tuple(details))
 
 
 EXERCISE = Exercise(
