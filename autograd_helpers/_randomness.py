@@ -83,6 +83,9 @@ class _Draws(TorchDispatchMode):
         if torch.Tag.nondeterministic_seeded not in func.tags:
             return result
         self.seeded = True
+        if func.overloadpacket is _aten.native_dropout:  # (output, mask), fused dropout
+            self.bernoulli = True
+            return _opposite_dropout(args, result) if self.flip else result
         if func.overloadpacket not in _BERNOULLI:
             return result
         self.bernoulli = True
@@ -91,19 +94,29 @@ class _Draws(TorchDispatchMode):
         chance = _probability(func, args, kwargs)
         # Only where the other value was possible: bernoulli(1.0) always draws 1.
         possible = (chance > 0) & (chance < 1)
-        opposite = torch.where(possible, 1 - result, result).to(result.dtype)
-        if func.overloadpacket is _aten.bernoulli_:
+        opposite = torch.where(possible.to(result.device), 1 - result, result).to(result.dtype)
+        if func.overloadpacket is _aten.bernoulli_ or "out" in kwargs:
             return result.copy_(opposite)
         return opposite
 
 
 def _probability(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor:
     """The probability of a one in a ``bernoulli`` call, as a tensor."""
-    if func.overloadpacket is _aten.bernoulli_ or func is _aten.bernoulli.p:
+    if func.overloadpacket is _aten.bernoulli and func._overloadname in ("default", "out"):
+        chance = args[0]  # bernoulli(probabilities)
+    else:  # bernoulli_(p), bernoulli(self, p)
         chance = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
-    else:  # bernoulli(probabilities)
-        chance = args[0]
     return torch.as_tensor(chance, dtype=torch.float64)
+
+
+def _opposite_dropout(args: tuple[Any, ...], result: Any) -> Any:
+    """``native_dropout``'s result with the opposite mask, where one was possible."""
+    source, p = args[0], float(args[1])
+    train = args[2] if len(args) > 2 else True
+    if train is False or not 0 < p < 1:
+        return result
+    mask = ~result[1]
+    return source * mask / (1 - p), mask
 
 
 def output_is_random(

@@ -31,7 +31,8 @@ tensor that requires grad and is neither is refused in one sentence.
 The gradients come from leaves cut off from the caller's graph, so they cannot be
 differentiated with respect to the real inputs. For a second derivative (``backward``
 runs with ``create_graph=True``), the built-in runs again on the real inputs, from the
-random state forward had, and that graph is differentiated instead, itself differentiably.
+torch CPU random state forward had, and that graph is differentiated instead, itself
+differentiably.
 """
 
 from __future__ import annotations
@@ -228,7 +229,7 @@ def wrap_builtin(fn: Callable[..., Any], *, name: str | None = None) -> Callable
     globals name); everything else is passed through unchanged. Gradients equal ``fn``'s
     exactly, for every floating-point tensor input and parameter; a second
     ``backward(retain_graph=True)`` works; so does double backward (a Hessian): the built-in
-    then runs again on the real inputs, from the random state its forward had. A tensor
+    then runs again on the real inputs, from the CPU random state its forward had. A tensor
     requiring grad that ``fn`` reaches by another route is refused with a ``ValueError``.
 
     Args:

@@ -563,3 +563,23 @@ def test_the_table_runs_the_model_as_often_as_its_docstring_says(dropout):
     mode_table(model, torch.randn(2, 3, 6, 6))
     assert len(calls) <= (16 if dropout else 10), len(calls)  # 25 before
     assert "ten times" in mode_table.__doc__ and "up to sixteen" in mode_table.__doc__
+
+
+class _Drawing(nn.Module):
+    """Draws zeros and ones in forward: `certain` ones only (p = 1), or a fused dropout."""
+
+    def __init__(self, certain: bool) -> None:
+        super().__init__()
+        self.certain = certain
+
+    def forward(self, x):
+        if self.certain:  # a draw that cannot come out otherwise: not random
+            return x * torch.bernoulli(torch.ones_like(x))
+        return torch.ops.aten.native_dropout(x, 0.01, self.training)[0]
+
+
+@pytest.mark.parametrize(("certain", "active"), [(True, False), (False, True)])
+def test_dropout_active_is_whether_the_output_could_have_come_out_otherwise(certain, active):
+    rows = _by_key(mode_table(_Drawing(certain), torch.randn(1, 3)))
+    assert rows["train", "no_grad"]["dropout active"] is active
+    assert rows["eval", "no_grad"]["dropout active"] is False
