@@ -45,7 +45,8 @@ from torch import Tensor, nn
 from torch.autograd import Function
 
 from autograd_helpers._common.nodes import accumulated_leaf, is_accumulate_grad
-from autograd_helpers._common.reach import reachable
+from autograd_helpers._common.reach import modules_reachable, reachable
+from autograd_helpers._common.state import kept_as_found
 
 __all__ = ["IsolatedSubgraph", "wrap_builtin"]
 
@@ -145,8 +146,9 @@ def _run_again(
     ctx: Any, given: Sequence[Tensor], used: Sequence[Tensor]
 ) -> tuple[list[Tensor], Sequence[Tensor]]:
     """The built-in run again on the real inputs, from forward's random state: a graph that
-    reaches the caller's, for gradients that can be differentiated again."""
-    with torch.random.fork_rng(devices=[]):
+    reaches the caller's, for gradients that can be differentiated again. Its modules run on
+    copies of their buffers: batch norm's running statistics count the batch once."""
+    with torch.random.fork_rng(devices=[]), kept_as_found(modules_reachable(ctx.call)):
         torch.set_rng_state(ctx.rng)
         result = ctx.call(list(given))
     return [*given, *used], result if isinstance(result, tuple) else (result,)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -208,3 +210,20 @@ def test_an_input_changed_in_place_after_forward_is_refused_even_if_the_builtin_
         data.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_a_second_derivative_counts_a_train_mode_batch_once_in_the_running_statistics():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3), nn.Tanh()).double()
+    x = torch.randn(4, 3, dtype=DOUBLE, requires_grad=True)
+    expected = copy.deepcopy(model)
+    expected(x)  # one batch: one momentum update of the running statistics
+    (g,) = torch.autograd.grad(wrap_builtin(model)(x).pow(2).sum(), x, create_graph=True)
+    g.sum().backward()  # the built-in runs again here, on copies of the buffers
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        torch.testing.assert_close(getattr(model[1], name), getattr(expected[1], name))
+    hessian_row = x.grad.clone()
+    x.grad = None
+    (g,) = torch.autograd.grad(model(x).pow(2).sum(), x, create_graph=True)
+    g.sum().backward()
+    torch.testing.assert_close(hessian_row, x.grad)
