@@ -26,15 +26,14 @@ from torch.nn.parameter import is_lazy
 from autograd_helpers._common.reach import modules_reachable
 from autograd_helpers._common.state import kept_as_found
 from autograd_helpers._profiling_state import state_kept
+from autograd_helpers._randomness import output_is_random, random_states_kept, seed_everything
 
 __all__ = [
-    "analytical_jacobian",
     "module_dtypes",
     "positive_steps",
     "precision_note",
     "require_module_dtype",
     "steady",
-    "unconnected_jacobian",
 ]
 
 
@@ -42,22 +41,20 @@ __all__ = [
 def steady(caller: str, f: Callable[..., Any], args: Sequence[object]) -> Iterator[Any]:
     """Yield ``f`` made repeatable: each call starts from the random state found at the start.
 
-    The caller's random state and the modules ``f`` reaches (their buffers, flags,
-    parameters and other attributes: a counter, a cache, a list of hooks) are put back
-    afterwards. When ``f`` drew random numbers from torch's random state, a warning says
-    that every evaluation used the same draw; an ``f`` that gives another value at the same
-    point even so (its own ``torch.Generator``, NumPy's or Python's random) is refused with
-    a ``ValueError``: ``f`` is evaluated twice at the first points to find out. A lazy module
+    The caller's random states (torch's, Python's, NumPy's) and the modules ``f`` reaches
+    (their buffers, flags, parameters and other attributes: a counter, a cache, a list of
+    hooks) are put back afterwards. When ``f``'s values change with the random draws from
+    torch's generator (judged from its values: a model that only reseeds torch is not
+    random), a warning says that every evaluation used the same draw; an ``f`` that gives
+    another value at the same point even so (its own ``torch.Generator``, NumPy's or
+    Python's random) is refused with a ``ValueError``: ``f`` is evaluated twice at the first
+    points to find out. A lazy module
     not yet materialised is refused with a ``ValueError``.
     """
     modules = modules_reachable(f, *args)
     everything = list(dict.fromkeys(m for root in modules for m in root.modules()))
     _refuse_lazy(caller, everything)
-    with (
-        torch.random.fork_rng(devices=[]),
-        kept_as_found(modules),
-        state_kept(everything, (), {}),
-    ):
+    with random_states_kept(), kept_as_found(modules), state_kept(everything, (), {}):
         start = torch.get_rng_state()
         drew: list[bool] = []
         calls: list[None] = []
@@ -68,12 +65,14 @@ def steady(caller: str, f: Callable[..., Any], args: Sequence[object]) -> Iterat
             checked = len(calls) < _TWICE
             calls.append(None)
             again = [_copy(x) for x in inputs] if checked else None  # before f changes them
+            probe = [_copy(x) for x in inputs] if not drew else None
             torch.set_rng_state(start)
             value = f(*inputs)
             if again is not None:
                 _require_same(caller, f, value, again, start)
-            if not drew:
-                drew.append(not torch.equal(start, torch.get_rng_state()))
+            if probe is not None:
+                moved = not torch.equal(start, torch.get_rng_state())
+                drew.append(moved and _random(f, probe))
                 if drew[0]:
                     warnings.warn(
                         f"{caller}(): f draws random numbers (dropout in train mode, say): "
@@ -85,6 +84,22 @@ def steady(caller: str, f: Callable[..., Any], args: Sequence[object]) -> Iterat
             return value
 
         yield repeatable
+
+
+def _random(f: Callable[..., Any], inputs: list[Any]) -> bool:
+    """Whether ``f``'s values at ``inputs`` change with its random draws: judged from the
+    values, since an ``f`` may move torch's random state without being random (a model
+    that reseeds torch in its forward, as revtorch's ``fix_random_seed`` does)."""
+
+    def run(seed: int) -> list[Tensor]:
+        seed_everything(seed)
+        with torch.no_grad():
+            return _flat(f(*[_copy(x) for x in inputs]))
+
+    def same(a: list[Tensor], b: list[Tensor]) -> bool:
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+
+    return output_is_random(run, 0, same)
 
 
 _TWICE = 3  # evaluations checked twice: the point, then one step either side of it
@@ -223,28 +238,3 @@ def positive_steps(caller: str, eps_values: object) -> list[float]:
             raise ValueError(f"{caller}(): eps_values must be positive numbers, got {eps!r}")
         positive.append(value)
     return positive
-
-
-def analytical_jacobian(f: Callable[[Tensor], Tensor], point: Tensor) -> Tensor | None:
-    """Autograd's Jacobian of ``f`` at ``point``; ``None`` when ``f``'s output is not
-    connected to ``point`` by the graph (``f`` detached it, or left torch)."""
-    try:
-        return torch.autograd.functional.jacobian(f, point, strict=True)  # type: ignore[no-any-return]
-    except RuntimeError as error:
-        text = str(error)
-        if "independent of input" not in text and "does not require gradients" not in text:
-            raise
-        return None
-
-
-def unconnected_jacobian(caller: str, numerical: Tensor) -> Tensor:
-    """The analytical Jacobian of an ``f`` not connected to its input: zero, which is right
-    only when its values do not move either; refused otherwise."""
-    if bool((numerical != 0).any()):
-        raise ValueError(
-            f"{caller}(): f's output does not depend on x through autograd (f cuts the graph: "
-            "`.detach()`, `.numpy()`, `.item()`, `torch.no_grad()`), so its analytical "
-            "Jacobian is zero while its values do change with x: compute f with "
-            "differentiable torch operations"
-        )
-    return torch.zeros_like(numerical)

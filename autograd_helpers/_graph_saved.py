@@ -8,7 +8,6 @@ the forward again to recompute it.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, cast
 
 import torch
@@ -46,8 +45,10 @@ def saved_tensors_of(node: object) -> tuple[str, ...]:
 
     Built-in nodes expose each saved tensor as an attribute ``_saved_<name>`` (numbers and
     sizes they save are left out here); a custom Function's node has ``saved_tensors``.
-    After a ``backward()`` that did not keep the graph, reading them raises: ``"freed"``
-    (a custom Function whose code never saves a tensor still reads ``()``).
+    After a ``backward()`` that did not keep the graph, reading them raises: ``"freed"``.
+    That is read from the node alone, which, once freed, no longer says whether it had
+    saved anything: a custom Function that saved nothing reads ``"freed"`` then too, as
+    its ``saved_tensors`` raises torch's "already been freed".
     A saved tensor changed in place after it was saved (``y.add_(1)`` on a ``y`` that
     ``y.sin()`` saved) is another thing, and says so: ``"self modified in place after it
     was saved (backward would fail)"``.
@@ -92,8 +93,6 @@ def _custom_saved(node: Any) -> list[str]:
     try:
         raws = node._raw_saved_tensors
     except RuntimeError as error:  # freed: even the raw list cannot be read
-        if _saves_nothing(node):
-            return []  # nothing was saved, so nothing was freed
         return [f"saved_tensors {_unreadable(error)}"]
     if any(_packed(raw) for raw in raws):
         return [f"saved[{k}] {_packed(raw) or 'tensor'}" for k, raw in enumerate(raws)]
@@ -103,27 +102,6 @@ def _custom_saved(node: Any) -> list[str]:
         return [f"saved_tensors {_unreadable(error)}"]
     # `ctx.save_for_backward(None, x)` is allowed: the None is kept, in its place.
     return [f"saved[{k}] {'None' if t is None else shape_text(t)}" for k, t in enumerate(saved)]
-
-
-def _saves_nothing(node: Any) -> bool:
-    """Whether a custom Function's code never saves a tensor: its forward, setup_context and
-    backward never say "save" (no ``save_for_backward``, no ``saved_tensors``: read from
-    their source; ``False`` when a source cannot be read). Its node reads the same after backward as
-    before, when the count of what it saved can no longer be read."""
-    owner = getattr(type(node), "_forward_cls", None)
-    if owner is None:
-        return False
-    for name in ("forward", "setup_context", "backward"):
-        method = getattr(owner, name, None)
-        if method is None or getattr(method, "__module__", "").startswith("torch."):
-            continue  # the base class's: saves nothing
-        try:
-            source = inspect.getsource(method)
-        except (OSError, TypeError):
-            return False
-        if "save" in source:
-            return False
-    return True
 
 
 class _FreedError(Exception):

@@ -1,8 +1,9 @@
 """One row of :func:`~autograd_helpers.modes.mode_table`: one forward, one backward, measured.
 
 Kept apart from ``modes`` so that it reads as the table and its promises; what a row
-measures, and how, is here: the output (on a fresh copy of ``x``), whether it is random,
-the buffers it changed, the bytes its graph saved, and whether backward runs.
+measures, and how, is here: the output (on a fresh copy of ``x``), the buffers it changed,
+the bytes its graph saved, and whether backward runs; and, once per module mode, whether
+the output is random (:func:`dropout_active`).
 """
 
 from __future__ import annotations
@@ -16,21 +17,20 @@ from torch import Tensor, nn
 from torch.nn.utils.parametrizations import _SpectralNorm
 from torch.nn.utils.spectral_norm import SpectralNorm
 
-from autograd_helpers._common.nodes import graph_leaves
+from autograd_helpers._common.nodes import graph_leaves, graph_nodes
 from autograd_helpers._common.rounding import Agreement, agree
 from autograd_helpers._common.state import kept_as_found
 from autograd_helpers._common.tensors import same_values
+from autograd_helpers._grads_kept import backward_into_grads, grads_kept, refusals
+from autograd_helpers._randomness import output_is_random, seed_everything
 
-__all__ = ["GRAD_MODES", "forward", "row"]
+__all__ = ["GRAD_MODES", "dropout_active", "forward", "row"]
 
 GRAD_MODES: dict[str, Callable[[], contextlib.AbstractContextManager[Any]]] = {
     "enabled": torch.enable_grad,  # on even when the caller runs the table inside no_grad
     "no_grad": torch.no_grad,
     "inference_mode": torch.inference_mode,
 }
-# Other seeds, besides watching the CPU generator: randomness drawn on another device shows
-# only in the output. More than one: a small dropout can draw the same mask twice by chance.
-_OTHER_SEEDS = 3
 
 
 def _power_iteration(module: nn.Module) -> set[str]:
@@ -77,10 +77,9 @@ def _tensors(output: object) -> list[Tensor]:
     return []
 
 
-def forward(model: nn.Module, x: Tensor, grad: str, seed: int) -> tuple[list[Tensor], bool]:
-    """The output's tensors, and whether the forward drew from torch's random generator."""
-    torch.manual_seed(seed)  # the caller forks the RNG: this never reaches the notebook's
-    state = torch.get_rng_state()
+def forward(model: nn.Module, x: Tensor, grad: str, seed: int) -> list[Tensor]:
+    """The output's tensors, computed from ``seed`` (torch's, Python's and NumPy's)."""
+    seed_everything(seed)  # the caller keeps the random states: this never reaches the notebook
     with GRAD_MODES[grad]():
         try:  # a fresh copy each time: a first layer working in place must not change x
             output = model(x.clone())
@@ -101,25 +100,53 @@ def forward(model: nn.Module, x: Tensor, grad: str, seed: int) -> tuple[list[Ten
             "mode_table(): model(x) must return a tensor, or a tuple, list or dict of tensors; "
             f"it returned {type(output).__name__}"
         )
-    return tensors, not torch.equal(state, torch.get_rng_state())
+    return tensors
 
 
-def _backward(output: list[Tensor], grad: str, anything_requires_grad: bool) -> str:
+def dropout_active(model: nn.Module, x: Tensor, mode: str, seed: int) -> bool:
+    """Whether ``model``'s output in ``mode`` is random, judged from its outputs (not from
+    its use of random numbers: a model may reseed torch in its forward, as revtorch's
+    ``fix_random_seed`` does). Each run starts from the model as found."""
+    model.train(mode == "train")
+
+    def run(start: int) -> list[Tensor]:
+        with kept_as_found([model]):
+            return [t.detach() for t in forward(model, x, "no_grad", start)]
+
+    return output_is_random(run, seed, lambda a, b: agree(a, b) != "different")
+
+
+# The notes a backward cell can carry.
+REFUSED = "run with .backward(): a Function refuses autograd.grad"
+WRITES_GRAD = "a Function's backward writes .grad itself: put back"
+
+
+def _backward(output: list[Tensor], grad: str, anything_requires_grad: bool) -> tuple[str, str]:
+    """What the backward cell says, and its note (``""``, :data:`REFUSED`, :data:`WRITES_GRAD`)."""
     roots = [t for t in output if t.requires_grad]
     if not roots:
         if grad != "enabled":
-            return "fails: no graph was recorded"
+            return "fails: no graph was recorded", ""
         if not anything_requires_grad:
-            return "fails: neither x nor any parameter requires grad"
-        return "fails: the output depends on nothing that requires grad"
+            return "fails: neither x nor any parameter requires grad", ""
+        return "fails: the output depends on nothing that requires grad", ""
     loss = sum((t.real if t.is_complex() else t).sum() for t in roots)
     assert isinstance(loss, Tensor)
-    try:
-        # autograd.grad runs the whole backward but fills no .grad (x's and parameters' stay).
-        torch.autograd.grad(loss, graph_leaves(loss), allow_unused=True)
-    except RuntimeError as error:
-        return _short_error(error)
-    return "works"
+    leaves = graph_leaves(loss)
+    nodes = graph_nodes([loss.grad_fn]) if loss.grad_fn is not None else []
+    with grads_kept(nodes) as kept, refusals() as refused:
+        try:
+            # autograd.grad runs the whole backward but fills no .grad (x's and parameters').
+            torch.autograd.grad(loss, leaves, allow_unused=True, retain_graph=True)
+        except Exception as error:
+            if not refused:
+                return _short_error(error), ""
+            try:  # as the model's user runs it; the .grad it fills are put back
+                backward_into_grads([loss], [torch.ones_like(loss)], leaves, kept)
+            except Exception as again:
+                return _short_error(again), ""
+            return "works", REFUSED
+    return "works", WRITES_GRAD if kept.written else ""
 
 
 def _short_error(error: Exception) -> str:
@@ -130,16 +157,18 @@ def _short_error(error: Exception) -> str:
 
 
 def row(
-    model: nn.Module, x: Tensor, mode: str, grad: str, reference: list[Tensor], seed: int
-) -> tuple[dict[str, Any], Agreement]:
-    """One record of the table, and how its output agrees with the train output."""
+    model: nn.Module,
+    x: Tensor,
+    position: tuple[str, str],
+    reference: list[Tensor] | None,
+    seed: int,
+    random_output: bool,
+) -> tuple[dict[str, Any], list[Tensor], Agreement, str]:
+    """One record of the table (``position`` is its module mode and grad mode), the output,
+    how it agrees with the train output (``reference``; ``None``: this is the train output),
+    and the backward cell's note."""
+    mode, grad = position
     model.train(mode == "train")
-    # Behavioural, not a search for nn.Dropout: F.dropout(training=self.training) and an
-    # RNN's dropout= count too. Each other-seed run starts from the state as found.
-    others = []
-    for offset in range(1, _OTHER_SEEDS + 1):
-        with kept_as_found([model]):
-            others.append(forward(model, x, grad, seed + offset)[0])
     before = _buffers(model)
     storages: dict[tuple[int, str], int] = {}
 
@@ -149,21 +178,19 @@ def row(
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        output, drew = forward(model, x, grad, seed)  # every row draws the same masks
+        output = forward(model, x, grad, seed)  # every row draws the same masks
     detached = [t.detach() for t in output]
-    # Random if another seed changes it, or if it drew random numbers at all: a dropout
-    # that kept every element this time (a small output, a small p) is still active.
-    is_random = drew or any(agree(detached, other) == "different" for other in others)
-    agreement = agree(detached, reference)
+    agreement = agree(detached, detached if reference is None else reference)
     anything = x.requires_grad or any(p.requires_grad for p in model.parameters())
+    backward, note = _backward(output, grad, anything)
     record = {
         "mode": mode,
         "grad mode": grad,
         "output requires grad": any(t.requires_grad for t in output),
         "equal to train output": agreement != "different",
-        "dropout active": is_random,
+        "dropout active": random_output,
         "batch-norm stats updated": _buffers_changed(before, model),
         "bytes saved for backward": sum(storages.values()),
-        "backward": _backward(output, grad, anything),
+        "backward": backward,
     }
-    return record, agreement
+    return record, detached, agreement, note

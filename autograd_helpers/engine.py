@@ -16,11 +16,13 @@ refused. A custom Function's ``backward`` gets zeros for an output without gradi
 after ``ctx.set_materialize_grads(False)``, a flag Python can set but not read back. A
 gradient of the wrong shape is refused as the engine refuses it, naming the node. It never
 writes ``.grad`` (``AccumulateGrad`` nodes are read, not run; a reentrant checkpoint, whose
-backward would, is refused) and never frees the graph.
+backward would, is refused; a custom Function whose backward writes ``.grad`` itself has it
+put back, with a warning) and never frees the graph.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +30,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from autograd_helpers._common.nodes import accumulated_leaf, is_custom_function
+from autograd_helpers._common.nodes import accumulated_leaf
+from autograd_helpers._grads_kept import grads_kept
 from autograd_helpers._replay_arguments import (
     inputs_tuple,
     recorder,
@@ -37,6 +40,7 @@ from autograd_helpers._replay_arguments import (
     refuse_unreplayable,
     start_gradient,
 )
+from autograd_helpers._replay_nodes import fit_gradient, run_node
 
 __all__ = ["ReplayStep", "replay_backward"]
 
@@ -92,73 +96,6 @@ def _hooked(grads: list[Tensor | None], hooks: Mapping[int, Hooks]) -> list[Tens
     return grads
 
 
-def _as_tuple(result: Any) -> tuple[Tensor | None, ...]:
-    return (result,) if isinstance(result, Tensor) or result is None else tuple(result)
-
-
-def _run(node: Node, grads: list[Tensor | None]) -> tuple[Tensor | None, ...]:
-    """Call one node on its incoming gradients: one result per edge in ``next_functions``.
-
-    Built-in nodes are called directly and accept ``None`` for an output without gradient.
-    A custom Function's node is run through ``apply``, which calls its ``backward``, with
-    zeros for ``None`` (the default ``set_materialize_grads(True)``).
-    """
-    if not is_custom_function(node):
-        return _as_tuple(node(*grads))
-    zeros = [
-        torch.zeros(meta.shape, dtype=meta.dtype, device=meta.device) if g is None else g
-        for g, meta in zip(grads, node._input_metadata, strict=True)
-    ]
-    return _per_edge(node, _as_tuple(node.apply(*zeros)))
-
-
-def _per_edge(node: Node, results: tuple[Tensor | None, ...]) -> tuple[Tensor | None, ...]:
-    """Line a custom ``backward``'s results, one per ``forward`` argument, up with its edges.
-
-    ``next_functions`` has an edge per *tensor* argument, with a node exactly where
-    ``needs_input_grad`` is True: the k-th result that needs grad goes to the k-th node.
-    """
-    needs = node.needs_input_grad
-    if len(results) < len(needs):
-        raise RuntimeError(
-            f"replay_backward(): {type(node).__name__}'s backward returned {len(results)} "
-            f"gradients for {len(needs)} forward arguments: return one each (None if no tensor)"
-        )
-    kept = iter([result for result, need in zip(results, needs, strict=False) if need])
-    return tuple(None if child is None else next(kept) for child, _ in node.next_functions)
-
-
-def _fit(grad: object, node: Node, index: int) -> Tensor:
-    """The engine's last step for each gradient a node returns, checked as the engine does:
-    summed over broadcast dimensions to the shape of the input it is for, cast to its dtype.
-    """
-    if not isinstance(grad, Tensor):
-        raise TypeError(
-            f"replay_backward(): Function {type(node).__name__} returned "
-            f"{type(grad).__name__} at index {index}: a gradient must be a tensor or None"
-        )
-    child, slot = node.next_functions[index]
-    meta = child._input_metadata[slot]
-    shape, wanted = tuple(grad.shape), tuple(meta.shape)  # meta.shape is a list
-    if shape != wanted:
-        if not _expandable(wanted, shape):  # as validate_outputs in torch's engine.cpp
-            raise RuntimeError(
-                f"replay_backward(): Function {type(node).__name__} returned an invalid "
-                f"gradient at index {index} - got {list(shape)} but expected shape compatible "
-                f"with {list(wanted)}: a backward returns for each input a gradient shaped "
-                "like that input"
-            )
-        grad = grad.sum_to_size(wanted)
-    return grad if grad.dtype == meta.dtype else grad.to(meta.dtype)
-
-
-def _expandable(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
-    """Can ``shape`` be broadcast to ``target`` (so a gradient of ``target`` sums down)?"""
-    if len(shape) > len(target):
-        return False
-    return all(s in (t, 1) for s, t in zip(reversed(shape), reversed(target), strict=False))
-
-
 def _reachable(root: Node) -> tuple[list[Node], dict[Node, int]]:
     """Every node below ``root``, children before parents, and how many edges enter each."""
     order: list[Node] = []
@@ -192,6 +129,64 @@ def _must_run(order: list[Node], wanted: Mapping[Node, object]) -> dict[Node, bo
     return runs
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What steps 1 and 2 of :func:`replay_backward` found, for step 3 to run."""
+
+    wanted: Mapping[Node, list[tuple[int, int]]]  # node -> [(slot, input index)]
+    runs: Mapping[Node, bool]  # whether the node must run
+    dependencies: dict[Node, int]  # edges still to arrive, counted down as gradients do
+    hooks: Mapping[Node, dict[int, Hooks]]  # the inputs' and output's tensor hooks
+
+
+def _propagate(
+    plan: _Plan,
+    start_at: tuple[Node, int],
+    start: Tensor,
+    count: int,
+    record: Callable[[ReplayStep], object] | None,
+) -> list[Tensor | None]:
+    """Run each node once every gradient flowing into it has arrived, summing the gradients
+    of all paths in one buffer per (node, output slot); return the ``count`` inputs'
+    gradients."""
+    root, slot = start_at
+    wanted, runs, dependencies = plan.wanted, plan.runs, plan.dependencies
+    buffers: dict[Node, list[Tensor | None]] = {root: [None] * len(root._input_metadata)}
+    buffers[root][slot] = start
+    found: list[Tensor | None] = [None] * count
+    ready = [root] if root in wanted or runs[root] else []
+    with torch.no_grad():
+        while ready:
+            node = ready.pop()
+            arrived = buffers.pop(node)
+            grads = _hooked(arrived, plan.hooks.get(node, {}))
+            # the engine reads an input's gradient before its hooks when the node runs on
+            # and after them when it does not (engine.cpp, "NOTE [Hooks ordering]")
+            for slot, i in wanted.get(node, ()):
+                found[i] = (arrived if runs[node] else grads)[slot]
+            if not runs[node]:
+                continue
+            results: tuple[Tensor | None, ...] = (None,) * len(node.next_functions)
+            if any(g is not None for g in grads):  # no gradient arrived: nothing to send on
+                if record is not None:
+                    record(ReplayStep(type(node).__name__, tuple(_shape(g) for g in grads)))
+                results = run_node(node, grads)
+            for index, ((child, slot), grad) in enumerate(
+                zip(node.next_functions, results, strict=True)
+            ):
+                if child is None or not (child in wanted or runs[child]):
+                    continue
+                buffer = buffers.setdefault(child, [None] * len(child._input_metadata))
+                if grad is not None:
+                    grad = fit_gradient(grad, node, index)
+                    earlier = buffer[slot]
+                    buffer[slot] = grad if earlier is None else earlier + grad
+                dependencies[child] -= 1
+                if dependencies[child] == 0:
+                    ready.append(child)
+    return found
+
+
 def replay_backward(
     output: Tensor,
     inputs: Tensor | Iterable[Tensor],
@@ -207,7 +202,10 @@ def replay_backward(
     ``register_hook`` run as they would there; hooks on other tensors and on nodes do not
     (see the module's documentation).
 
-    It changes no ``.grad``. That is one difference from ``torch.autograd.grad``: a tensor
+    It leaves every ``.grad`` as found, also where a custom Function's backward writes
+    ``.grad`` itself (revtorch's reversible blocks fill their parameters', memcnn's
+    invertible blocks their input's): that is put back, and a ``UserWarning`` says so.
+    That is one difference from ``torch.autograd.grad``: a tensor
     on which ``retain_grad()`` was called (``output``, one of ``inputs``, or one in between)
     has its ``.grad`` filled (accumulated into) by ``torch.autograd.grad``, and keeps the
     ``.grad`` it had (``None``, say) here. To read such a tensor's gradient, pass it in
@@ -269,41 +267,14 @@ def replay_backward(
     runs = _must_run(order, wanted)
     refuse_unreplayable(node for node in order if runs[node] or node in wanted)
 
-    # 3. run each such node once every gradient flowing into it has arrived, summing the
-    #    gradients of all paths in one buffer per (node, output slot)
-    buffers: dict[Node, list[Tensor | None]] = {root: [None] * len(root._input_metadata)}
-    buffers[root][output.output_nr] = start
-    found: list[Tensor | None] = [None] * len(targets)
-    ready = [root] if root in wanted or runs[root] else []
-    with torch.no_grad():
-        while ready:
-            node = ready.pop()
-            arrived = buffers.pop(node)
-            grads = _hooked(arrived, hooks.get(node, {}))
-            # the engine reads an input's gradient before its hooks when the node runs on
-            # and after them when it does not (engine.cpp, "NOTE [Hooks ordering]")
-            for slot, i in wanted.get(node, ()):
-                found[i] = (arrived if runs[node] else grads)[slot]
-            if not runs[node]:
-                continue
-            results: tuple[Tensor | None, ...] = (None,) * len(node.next_functions)
-            if any(g is not None for g in grads):  # no gradient arrived: nothing to send on
-                if record is not None:
-                    record(ReplayStep(type(node).__name__, tuple(_shape(g) for g in grads)))
-                results = _run(node, grads)
-            for index, ((child, slot), grad) in enumerate(
-                zip(node.next_functions, results, strict=True)
-            ):
-                if child is None or not (child in wanted or runs[child]):
-                    continue
-                buffer = buffers.setdefault(child, [None] * len(child._input_metadata))
-                if grad is not None:
-                    grad = _fit(grad, node, index)
-                    earlier = buffer[slot]
-                    buffer[slot] = grad if earlier is None else earlier + grad
-                dependencies[child] -= 1
-                if dependencies[child] == 0:
-                    ready.append(child)
+    # 3. run each such node once every gradient flowing into it has arrived (_propagate).
+    #    A custom Function's backward may write .grad itself (revtorch's call .backward()
+    #    on a recomputed subgraph): every .grad it can reach is put back, with a warning.
+    with grads_kept(order) as kept:
+        plan = _Plan(wanted, runs, dependencies, hooks)
+        found = _propagate(plan, (root, output.output_nr), start, len(targets), record)
+    if kept.written:
+        warnings.warn(f"replay_backward(): {kept.note('replay_backward')}", stacklevel=2)
     return tuple(found)
 
 

@@ -27,14 +27,13 @@ import torch
 from torch import Tensor
 
 from autograd_helpers._common.validate import require_callable, require_option
+from autograd_helpers._finite_analytical import analytical_jacobian, unconnected_jacobian
 from autograd_helpers._finite_guards import (
-    analytical_jacobian,
     module_dtypes,
     positive_steps,
     precision_note,
     require_module_dtype,
     steady,
-    unconnected_jacobian,
 )
 from autograd_helpers._finite_views import (
     DerivativeComparison,
@@ -175,7 +174,7 @@ def central_difference(
     once first. Modules ``f`` reaches are put back afterwards: their parameters, buffers
     (batch norm in train mode updates its running statistics at each evaluation, and keeps
     none of those updates), flags and other attributes (a call counter, a cache, a list of
-    hooks). The caller's random state is left as it was.
+    hooks). The caller's random states, torch's, Python's and NumPy's, are left as they were.
 
     Example::
 
@@ -255,7 +254,8 @@ def eps_sweep(
     is NaN (``f`` or its derivative is not finite at ``x``) is recorded as NaN. An ``f``
     whose output is not connected to ``x`` by autograd (``x.detach() * 2``, a detour through
     NumPy) but changes with ``x`` is refused with a ``ValueError``: its analytical Jacobian
-    would be zero.
+    would be zero; so is one whose backward runs only once on a graph (a reversible block's)
+    or refuses ``torch.autograd.grad``, which its Jacobian runs once per output element.
 
     Returns:
         A list of plain records, ``{"dtype": torch.float32, "eps": 1e-3, "error": 2.1e-6}``,
@@ -292,7 +292,7 @@ def eps_sweep(
     for dtype in dtypes:
         point = x.detach().to(dtype).clone()  # its own memory, cut from x's graph
         with steady(me, one_tensor, (point,)) as repeatable:
-            analytical = analytical_jacobian(repeatable, point)
+            analytical = analytical_jacobian(me, repeatable, point)
             for eps in steps:
                 numerical = _jacobians(me, repeatable, (point,), eps, several=False)
                 if analytical is None:  # f's output is not connected to x by autograd

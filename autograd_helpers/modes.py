@@ -5,7 +5,8 @@ combination of the module mode (``train()``/``eval()``, which changes what dropo
 norm *compute*) and the grad mode (enabled, ``torch.no_grad()``, ``torch.inference_mode()``,
 which changes what autograd *records*), and reports what each combination did. Nothing is
 left changed: the model's train/eval flags, parameters, buffers (batch norm's running
-statistics) and gradients, the input's ``.grad``, and the global random state.
+statistics) and gradients, the input's ``.grad``, and the random states (torch's,
+Python's, NumPy's).
 
 Outputs are compared up to rounding: two kernels for one computation (a Transformer's eval
 fast path, MKLDNN's LSTM under ``no_grad``) differ in the last bits, and that is not the mode
@@ -20,13 +21,13 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-import torch
 from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
 from autograd_helpers._common.state import kept_as_found
 from autograd_helpers._common.tables import html_table, text_table
-from autograd_helpers._modes_rows import GRAD_MODES, forward, row
+from autograd_helpers._modes_rows import GRAD_MODES, dropout_active, row
+from autograd_helpers._randomness import random_states_kept
 
 __all__ = ["MODE_COLUMNS", "ModeTable", "mode_table", "preserved_state"]
 
@@ -170,10 +171,10 @@ class ModeTable(list[dict[str, Any]]):
 def mode_table(model: nn.Module, x: Tensor, *, seed: int = 0) -> ModeTable:
     """What ``model(x)`` does under each of {train, eval} × {grad enabled, no_grad, inference_mode}.
 
-    Each of the six rows runs the forward pass from the same random state (so dropout draws
-    the same masks), on a fresh copy of ``x`` (a first layer that works in place, such as
-    ``nn.ReLU(inplace=True)``, changes neither ``x`` nor the next row), then runs backward
-    from the sum of the output. Its record says:
+    Each of the six rows runs the forward pass from the same random state, torch's, Python's
+    and NumPy's (so dropout draws the same masks), on a fresh copy of ``x`` (a first layer
+    that works in place, such as ``nn.ReLU(inplace=True)``, changes neither ``x`` nor the
+    next row), then runs backward from the sum of the output. Its record says:
 
     - ``output requires grad``: whether the output does (autograd recorded it);
     - ``equal to train output``: whether it equals the train-mode output (computed first,
@@ -183,11 +184,14 @@ def mode_table(model: nn.Module, x: Tensor, *, seed: int = 0) -> ModeTable:
       Transformer's eval fast path or MKLDNN's LSTM under ``no_grad``, rounds
       differently). The value is then ``True`` too, and the table's cell reads
       ``True (within rounding)`` (:attr:`ModeTable.notes`);
-    - ``dropout active``: whether the output is random: the forward drew random numbers
-      from torch's generator, or running it from other seeds changes the output. A dropout
-      that happened to keep every element (a small output, a small ``p``) still counts, as
-      do every kind of dropout (``nn.Dropout``, ``F.dropout(x, training=self.training)``, an
-      RNN's ``dropout=``) and any other random layer (``nn.RReLU`` in train mode);
+    - ``dropout active``: whether the output is random, judged from outputs: running the
+      forward from other seeds changes it, or, for a forward that drew zeros and ones (every
+      dropout's mask), the opposite draw does. So a dropout that happened to keep every
+      element (a small output, a small ``p``) still counts, as do every kind of dropout
+      (``nn.Dropout``, ``F.dropout(x, training=self.training)``, an RNN's ``dropout=``) and
+      any other random layer (``nn.RReLU`` in train mode); a deterministic forward that
+      merely reseeds torch (revtorch's ``fix_random_seed``) or draws numbers it never uses
+      does not;
     - ``batch-norm stats updated``: whether any buffer of the model changed but spectral
       norm's power-iteration vectors (``weight_u``, ``_u``: an estimate, not statistics),
       judged by behaviour: the running statistics of batch norm (a train-mode forward sets
@@ -198,22 +202,31 @@ def mode_table(model: nn.Module, x: Tensor, *, seed: int = 0) -> ModeTable:
     - ``bytes saved for backward``: what the recorded graph keeps alive;
     - ``backward``: ``"works"``, or in a few words why not (``"fails: no graph was recorded"``
       under ``no_grad``; ``"fails: neither x nor any parameter requires grad"`` when grad is
-      enabled but there is nothing to record).
+      enabled but there is nothing to record). It runs with ``torch.autograd.grad``; where a
+      Function refuses that ("please use .backward()": memcnn's invertible blocks, a
+      reentrant checkpoint) with ``backward()``, as the model's user runs it, and the cell
+      says so in a note, as it does for a Function whose backward writes ``.grad`` itself.
 
     An output that is a tuple, list or dict of tensors (an RNN's ``(output, h_n)``) counts as
     all of its tensors: it requires grad if any of them does, equals the train output if all
     of them do, is random if any of them is, and backward runs from the sum of all of them.
 
     Nothing is changed: the model's state is restored after every row (also when it raises),
-    backward fills no ``.grad`` (neither the parameters' nor ``x``'s), and the global random
-    state is the one the caller had. The table's backward passes are measurements, not
-    training steps: hooks registered with ``register_hook`` on ``x`` or on the model's
-    parameters are not run by them (the table works on a detached copy of ``x`` and holds
-    the parameters' hooks back meanwhile), so they fire only when the caller's own code
-    runs backward. Module hooks (forward hooks, ``register_full_backward_hook``) are part of
-    the model and run in every row. An ``x`` that is not a leaf (computed from tensors that
-    require grad) keeps its graph: the table's backward passes stop at ``x``, so the
-    caller's own ``backward`` through ``x`` still runs afterwards.
+    every ``.grad`` is left as found (the parameters' and ``x``'s), and so are torch's,
+    Python's and NumPy's random states.
+
+    The cost: the model runs forward ten times (each module mode's three rows, and two
+    runs that tell whether its output is random), and up to sixteen when it draws random
+    numbers (other seeds, and the opposite dropout masks); backward twice.
+
+    The table's backward passes are measurements, not training steps: hooks registered with
+    ``register_hook`` on ``x`` or on the model's parameters are not run by them (the table
+    works on a detached copy of ``x`` and holds the parameters' hooks back meanwhile), so
+    they fire only when the caller's own code runs backward. Module hooks (forward hooks,
+    ``register_full_backward_hook``) are part of the model and run in every row. An ``x``
+    that is not a leaf (computed from tensors that require grad) keeps its graph: the
+    table's backward passes stop at ``x``, so the caller's own ``backward`` through ``x``
+    still runs afterwards.
 
     Args:
         model: an ``nn.Module`` taking ``x`` alone (a module whose forward needs more, such
@@ -250,15 +263,20 @@ def mode_table(model: nn.Module, x: Tensor, *, seed: int = 0) -> ModeTable:
     _require_one_input(model, x)
     x = _cut_from_callers_graph(x)
     table = ModeTable()
-    with torch.random.fork_rng(devices=[]), preserved_state(model), _tensor_hooks_held(model):
-        with preserved_state(model):
-            model.train()
-            reference = [t.detach() for t in forward(model, x, "enabled", seed)[0]]
+    reference: list[Tensor] | None = None  # the train output: the first row's
+    with random_states_kept(), preserved_state(model), _tensor_hooks_held(model):
         for mode in ("train", "eval"):
+            with preserved_state(model):
+                random_output = dropout_active(model, x, mode, seed)
             for grad in GRAD_MODES:
                 with preserved_state(model):
-                    record, agreement = row(model, x, mode, grad, reference, seed)
+                    record, output, agreement, note = row(
+                        model, x, (mode, grad), reference, seed, random_output
+                    )
+                reference = output if reference is None else reference
                 if agreement == "rounding":
                     table.notes[len(table), "equal to train output"] = _ROUNDING_NOTE
+                if note:
+                    table.notes[len(table), "backward"] = note
                 table.append(record)
     return table

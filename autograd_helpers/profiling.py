@@ -33,6 +33,7 @@ from autograd_helpers._common.timing import TRUSTED_SPREAD as TRUSTED_SPREAD  # 
 from autograd_helpers._common.timing import Comparison, Timing, compare
 from autograd_helpers._common.validate import require_bool, require_callable, require_option
 from autograd_helpers._profiling_state import scalers_reachable, state_kept
+from autograd_helpers._randomness import random_states_kept
 from autograd_helpers.notebook import QUIET_NATIVE_LOGS
 
 if TYPE_CHECKING:
@@ -126,8 +127,9 @@ def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> 
     Profiling changes nothing, though ``fn`` runs twice (in train mode, batch norm would
     count two batches and dropout would draw twice). Afterwards:
 
-    - the global random state is the caller's again (``torch.get_rng_state`` before,
-      ``torch.set_rng_state`` after, through :func:`torch.random.fork_rng`);
+    - the random states are the caller's again: torch's, Python's ``random`` and NumPy's
+      (a model may draw a seed from Python's ``random`` in its forward, as revtorch's
+      ``fix_random_seed`` does);
     - the modules ``fn`` reaches by name (``fn`` itself if it is an ``nn.Module``, a bound
       method's owner, modules in its closure cells, defaults or the globals it names, and
       module inputs) have their train/eval flags, parameters, buffers and ``.grad`` back;
@@ -174,7 +176,7 @@ def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> 
     scalers = scalers_reachable(fn, *inputs)
     with (
         state_kept(modules, scalers, QUIET_NATIVE_LOGS),
-        torch.random.fork_rng(devices=[]),
+        random_states_kept(),
         kept_as_found(modules, optimizers),
     ):
         try:

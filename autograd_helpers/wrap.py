@@ -21,46 +21,65 @@ Three details make it correct:
 3. ``retain_graph=True`` inside our backward: the subgraph is reached only through our
    node, so whether it may be freed is the caller's decision (point 2), not autograd.grad's.
 
+What the built-in differentiates must all be inputs of the Function, or its gradient is
+lost: the tensors among the arguments (in lists, tuples and dicts too: ``torch.cat([a,
+b])``) become fresh leaves, and the parameters of the modules the built-in reaches (a
+model, the ``nn.Module`` that ``odeint`` integrates) join as inputs used as they are, their
+gradients taken with ``autograd.grad`` like the leaves' (so never accumulated twice). A
+tensor that requires grad and is neither is refused in one sentence.
+
 The gradients come from leaves cut off from the caller's graph, so they cannot be
-differentiated again with respect to the real inputs: the Function is ``once_differentiable``.
+differentiated with respect to the real inputs. For a second derivative (``backward``
+runs with ``create_graph=True``), the built-in runs again on the real inputs, from the
+torch CPU random state forward had, and that graph is differentiated instead, itself
+differentiably.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple, cast
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.autograd import Function
-from torch.autograd.function import once_differentiable
+
+from autograd_helpers._common.nodes import accumulated_leaf, is_accumulate_grad
+from autograd_helpers._common.reach import modules_reachable, reachable
+from autograd_helpers._common.state import kept_as_found
 
 __all__ = ["IsolatedSubgraph", "wrap_builtin"]
-
-# Where the tensors sit in a call: ("arg", position) or ("kwarg", name).
-_Slot = tuple[str, Any]
 
 
 class IsolatedSubgraph(Function):
     """Base of the Functions :func:`wrap_builtin` makes: one subclass, one name, per built-in.
 
-    Its inputs are ``call`` (the built-in with its non-tensor arguments bound) and the
-    tensors; its outputs are the built-in's, detached. Use :func:`wrap_builtin` rather than
-    ``.apply``: it builds ``call`` and names the subclass.
+    Its inputs are ``call`` (the built-in with everything but the tensors bound), ``count``,
+    and the tensors: the ``count`` argument tensors the built-in gets as fresh leaves, then
+    those it uses as they are (its modules' parameters). Its outputs are the built-in's,
+    detached. Use :func:`wrap_builtin` rather than ``.apply``: it builds ``call`` and names
+    the subclass.
     """
 
+    label = "builtin"  # what the built-in is called in messages: each subclass names its own
+
     @staticmethod
-    def forward(ctx: Any, call: Callable[[Sequence[Tensor]], Any], *tensors: Tensor) -> Any:
-        needs = ctx.needs_input_grad[1:]
+    def forward(
+        ctx: Any, call: Callable[[Sequence[Tensor]], Any], count: int, *tensors: Tensor
+    ) -> Any:
+        needs = ctx.needs_input_grad[2:]
+        given, used = tensors[:count], tensors[count:]
         # 1. fresh leaves: same memory (and version counter), none of the caller's graph
-        leaves = [t.detach().requires_grad_(need) for t, need in zip(tensors, needs, strict=True)]
-        # 2. record the built-in's own graph on them
+        leaves = [t.detach().requires_grad_(need) for t, need in zip(given, needs, strict=False)]
+        # 2. record the built-in's own graph on them (and on the parameters it uses)
+        ctx.call, ctx.rng = call, torch.get_rng_state()
         with torch.enable_grad():
             result = call(leaves)
         outputs = result if isinstance(result, tuple) else (result,)
-        # 3. keep both ends of the subgraph for backward
-        ctx.save_for_backward(*leaves, *outputs)
-        ctx.count = len(leaves)
+        _refuse_unrouted(ctx._forward_cls.label, outputs, [*leaves, *used])
+        # 3. keep both ends of the subgraph for backward, and the inputs for a second one
+        ctx.save_for_backward(*leaves, *used, *outputs, *given)
+        ctx.counts = (count, len(used), len(outputs))
         detached = tuple(o.detach() for o in outputs)
         ctx.mark_non_differentiable(
             *(d for d, o in zip(detached, outputs, strict=True) if not o.requires_grad)
@@ -68,29 +87,134 @@ class IsolatedSubgraph(Function):
         return detached if isinstance(result, tuple) else detached[0]
 
     @staticmethod
-    @once_differentiable
     def backward(ctx: Any, *grad_outputs: Tensor | None) -> tuple[Tensor | None, ...]:
-        needs = ctx.needs_input_grad[1:]
-        saved = ctx.saved_tensors
-        leaves, outputs = saved[: ctx.count], saved[ctx.count :]
-        wanted = [leaf for leaf, need in zip(leaves, needs, strict=True) if need]
-        pairs = [
-            (out, torch.zeros_like(out) if grad is None else grad)
-            for out, grad in zip(outputs, grad_outputs, strict=True)
-            if out.requires_grad
-        ]
-        grads = iter(
-            torch.autograd.grad(
-                [out for out, _ in pairs],
-                wanted,
-                [grad for _, grad in pairs],
-                retain_graph=True,  # the caller's retain_graph decides (see the module doc)
-                allow_unused=True,
-            )
-            if wanted and pairs
-            else []
+        saved = _saved(ctx)
+        inputs, outputs = [*saved.leaves, *saved.used], saved.outputs
+        second = torch.is_grad_enabled()  # create_graph=True: the gradients need a graph
+        if second:  # one that reaches the real inputs: run the built-in again on them
+            inputs, outputs = _run_again(ctx, saved.given, saved.used)
+        grads = _gradients(inputs, ctx.needs_input_grad[2:], outputs, grad_outputs, second)
+        return (None, None, *grads)
+
+
+class _Saved(NamedTuple):
+    leaves: Sequence[Tensor]  # the subgraph's inputs: the fresh leaves...
+    used: Sequence[Tensor]  # ...and the tensors used as they are (parameters)
+    outputs: Sequence[Tensor]  # the subgraph's outputs
+    given: Sequence[Tensor]  # the real inputs the leaves stand for
+
+
+def _saved(ctx: Any) -> _Saved:
+    """What forward saved, by part."""
+    saved, (count, used, outputs) = ctx.saved_tensors, ctx.counts
+    ends = (count, count + used, count + used + outputs)
+    return _Saved(
+        saved[: ends[0]], saved[ends[0] : ends[1]], saved[ends[1] : ends[2]], saved[ends[2] :]
+    )
+
+
+def _gradients(
+    inputs: Sequence[Tensor],
+    needs: Sequence[bool],
+    outputs: Sequence[Tensor],
+    grad_outputs: Sequence[Tensor | None],
+    create_graph: bool,
+) -> list[Tensor | None]:
+    """The gradient of ``outputs`` for each input that ``needs`` one (``None`` elsewhere)."""
+    wanted = [t for t, need in zip(inputs, needs, strict=True) if need]
+    pairs = [
+        (out, torch.zeros_like(out) if grad is None else grad)
+        for out, grad in zip(outputs, grad_outputs, strict=True)
+        if out.requires_grad
+    ]
+    found = iter(
+        torch.autograd.grad(
+            [out for out, _ in pairs],
+            wanted,
+            [grad for _, grad in pairs],
+            retain_graph=True,  # the caller's retain_graph decides (see the module doc)
+            create_graph=create_graph,
+            allow_unused=True,
         )
-        return (None, *(next(grads) if need else None for need in needs))
+        if wanted and pairs
+        else []
+    )
+    return [next(found) if need else None for need in needs]
+
+
+def _run_again(
+    ctx: Any, given: Sequence[Tensor], used: Sequence[Tensor]
+) -> tuple[list[Tensor], Sequence[Tensor]]:
+    """The built-in run again on the real inputs, from forward's random state: a graph that
+    reaches the caller's, for gradients that can be differentiated again. Its modules run on
+    copies of their buffers: batch norm's running statistics count the batch once."""
+    with torch.random.fork_rng(devices=[]), kept_as_found(modules_reachable(ctx.call)):
+        torch.set_rng_state(ctx.rng)
+        result = ctx.call(list(given))
+    return [*given, *used], result if isinstance(result, tuple) else (result,)
+
+
+def _refuse_unrouted(label: str, outputs: Sequence[Tensor], inputs: Sequence[Tensor]) -> None:
+    """Refuse a subgraph that reaches a tensor requiring grad that is not one of ``inputs``:
+    its gradient would be lost (a weight the built-in finds by a route not followed)."""
+    known = {id(t) for t in inputs}
+    stops = {t.grad_fn for t in inputs if t.grad_fn is not None}
+    stack = [o.grad_fn for o in outputs if o.grad_fn is not None]
+    seen: set[Any] = set()
+    while stack:
+        node = stack.pop()
+        if node in seen or node in stops:
+            continue
+        seen.add(node)
+        if is_accumulate_grad(node):
+            leaf = accumulated_leaf(node)
+            assert leaf is not None
+            if id(leaf) not in known:
+                raise ValueError(
+                    f"wrap_builtin({label}): the built-in used a tensor that requires grad (shape "
+                    f"{tuple(leaf.shape)}) that is neither among its arguments nor a "
+                    "parameter of a module it reaches, so its gradient would be lost: pass "
+                    "it as an argument"
+                )
+        stack.extend(child for child, _ in node.next_functions if child is not None)
+
+
+def _tensors_in(value: Any) -> Iterator[Tensor]:
+    """The tensors in an argument: itself, or in its lists, tuples and dicts, in order."""
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _tensors_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors_in(item)
+
+
+def _rebuilt(value: Any, leaves: Iterator[Tensor]) -> Any:
+    """``value`` with each tensor in it, in :func:`_tensors_in`'s order, the next leaf."""
+    if isinstance(value, Tensor):
+        return next(leaves)
+    if isinstance(value, list):
+        return [_rebuilt(item, leaves) for item in value]
+    if isinstance(value, tuple):
+        items = [_rebuilt(item, leaves) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)  # namedtuple
+    if isinstance(value, dict):
+        return {key: _rebuilt(item, leaves) for key, item in value.items()}
+    return value
+
+
+def _used_as_they_are(roots: Sequence[object], given: Sequence[Tensor]) -> list[Tensor]:
+    """The tensors requiring grad that calling the built-in reaches besides its argument
+    tensors: the parameters of the modules it reaches (an argument, itself, a closure's)."""
+    skip = {id(t) for t in given}
+    found: dict[int, Tensor] = {}
+    for _, item in reachable(*roots, kinds=(Tensor, nn.Module)):
+        for t in item.parameters() if isinstance(item, nn.Module) else [item]:
+            if t.requires_grad and id(t) not in skip:
+                found.setdefault(id(t), t)
+    return list(found.values())
 
 
 def _camel(name: str) -> str:
@@ -101,10 +225,14 @@ def wrap_builtin(fn: Callable[..., Any], *, name: str | None = None) -> Callable
     """Return ``fn`` run inside a custom Function whose backward is ``fn``'s own.
 
     The returned callable takes the same arguments as ``fn``. Tensor arguments (positional
-    or keyword, at the top level) are the Function's inputs; everything else is passed
-    through unchanged. Gradients equal ``fn``'s exactly, for every floating-point tensor
-    input; a second ``backward(retain_graph=True)`` works; double backward is refused
-    (``once_differentiable``).
+    or keyword, and those inside lists, tuples and dicts: ``torch.cat([a, b])``) are the
+    Function's inputs, and so are the parameters of the modules ``fn`` reaches (an
+    ``nn.Module`` argument, ``fn`` itself when it is a model, a module its closure or its
+    globals name); everything else is passed through unchanged. Gradients equal ``fn``'s
+    exactly, for every floating-point tensor input and parameter; a second
+    ``backward(retain_graph=True)`` works; so does double backward (a Hessian): the built-in
+    then runs again on the real inputs, from the CPU random state its forward had. A tensor
+    requiring grad that ``fn`` reaches by another route is refused with a ``ValueError``.
 
     Args:
         fn: a differentiable callable returning a tensor or a tuple of tensors, for example
@@ -124,24 +252,22 @@ def wrap_builtin(fn: Callable[..., Any], *, name: str | None = None) -> Callable
         raise TypeError(f"wrap_builtin(): fn must be callable, got {type(fn).__name__}")
     if name is not None and (not isinstance(name, str) or not name.isidentifier()):
         raise ValueError(f"wrap_builtin(): name must be a Python identifier, got {name!r}")
-    label: str = name or str(getattr(fn, "__name__", "builtin"))
+    label: str = name or str(getattr(fn, "__name__", type(fn).__name__))
     function = cast(
         type[IsolatedSubgraph],
-        type(f"Wrapped{_camel(label)}", (IsolatedSubgraph,), {"__module__": __name__}),
+        type(
+            f"Wrapped{_camel(label)}",
+            (IsolatedSubgraph,),
+            {"__module__": __name__, "label": label},
+        ),
     )
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        slots: list[_Slot] = [("arg", i) for i, a in enumerate(args) if isinstance(a, Tensor)]
-        slots += [("kwarg", k) for k, v in kwargs.items() if isinstance(v, Tensor)]
-        tensors = [args[key] if kind == "arg" else kwargs[key] for kind, key in slots]
+        given = list(_tensors_in((args, kwargs)))
+        used = _used_as_they_are((fn, args, kwargs), given)
 
         def call(leaves: Sequence[Tensor]) -> Any:
-            new_args, new_kwargs = list(args), dict(kwargs)
-            for (kind, key), leaf in zip(slots, leaves, strict=True):
-                if kind == "arg":
-                    new_args[key] = leaf
-                else:
-                    new_kwargs[key] = leaf
+            new_args, new_kwargs = _rebuilt((args, kwargs), iter(leaves))
             result = fn(*new_args, **new_kwargs)
             outputs = result if isinstance(result, tuple) else (result,)
             if not outputs or not all(isinstance(o, Tensor) for o in outputs):
@@ -151,7 +277,7 @@ def wrap_builtin(fn: Callable[..., Any], *, name: str | None = None) -> Callable
                 )
             return result
 
-        return function.apply(call, *tensors)
+        return function.apply(call, len(given), *given, *used)
 
     wrapped.__name__ = wrapped.__qualname__ = f"wrapped_{label}"
     wrapped.__doc__ = f"``{label}`` inside a custom Function (see :func:`wrap_builtin`)."

@@ -15,6 +15,11 @@ from autograd_helpers.anomaly import (
     explain_inplace_error,
     find_nan_origin,
 )
+from tests.real_world import (
+    AdditiveCoupling,
+    InvertibleModuleWrapper,
+    ReversibleSequence,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -1493,3 +1498,110 @@ def test_a_setitem_outside_a_saved_view_is_explained_by_the_shared_version_count
     assert report.found and "share their base's version counter" in report.message
     report = explain_inplace_error(inside, torch.randn(5))
     assert report.found and "share their base's version counter" not in report.message
+
+
+# --- issue 25: the library on real code --------------------------------------------------------
+
+
+def _invertible():
+    torch.manual_seed(0)
+    return InvertibleModuleWrapper(AdditiveCoupling())
+
+
+def test_a_function_refusing_autograd_grad_is_run_with_backward_not_blamed_on_fn():
+    # memcnn: "not compatible with .grad(), please use .backward()". The user's
+    # loss.backward() works, so the tool must not report it as fn's own error.
+    block, x = _invertible(), torch.randn(3, 4)
+    x.requires_grad_()
+    block(x).sum().backward()  # the user's way works
+    origin = find_nan_origin(lambda t: block(t).sum(), x.detach())
+    assert not origin.found and not origin.raised, origin.message
+    report = explain_inplace_error(lambda t: block(t).sum(), x.detach())
+    assert not report.found and not report.raised, report.message
+    assert "not compatible with .grad()" not in origin.message + report.message
+
+
+def test_a_nan_made_behind_a_function_refusing_autograd_grad_is_still_found():
+    block = _invertible()
+
+    def loss(x):
+        return torch.sqrt(block(x)).sum()  # negative entries: NaN in forward...
+
+    def loss_at_zero(x):
+        return torch.sqrt((block(x) * 0).pow(2).sum())  # ...and at 0, in backward only
+
+    assert find_nan_origin(loss, torch.randn(3, 4)).stage == "forward"
+    origin = find_nan_origin(loss_at_zero, torch.randn(3, 4))
+    assert origin.found and origin.stage == "backward", origin.message
+    assert origin.node == "SqrtBackward0", origin.message
+    assert all(p.grad is None for p in block.parameters())  # run with .backward(), put back
+
+
+def test_a_backward_that_writes_grad_itself_leaves_every_grad_as_found_and_says_so():
+    # revtorch: backward calls .backward() on a recomputed subgraph, which fills the
+    # blocks' parameters' .grad even under the tool's torch.autograd.grad.
+    torch.manual_seed(0)
+    model = ReversibleSequence()
+    kept = torch.ones(2, 2)
+    model.reversible_blocks[0].f_block.weight.grad = kept
+    x = torch.randn(3, 4)
+    for tool in (find_nan_origin, explain_inplace_error):
+        report = tool(lambda t: model(t).sum(), x)
+        assert not report.found and not report.raised, report.message
+        assert "`ReversibleModuleFunctionBackward`'s backward writes `.grad` itself" in (
+            report.message
+        )
+        assert "put them back as found" in report.message
+        assert model.reversible_blocks[0].f_block.weight.grad is kept
+        others = [
+            p for p in model.parameters() if p is not model.reversible_blocks[0].f_block.weight
+        ]
+        assert all(p.grad is None for p in others), tool
+    plain = find_nan_origin(lambda t: (t * 2).sum(), x)  # no such Function: no such note
+    assert ".grad` itself" not in plain.message
+
+
+def _gan(g_steps):
+    """SinGAN's train_single_scale (issue 148), rebuilt: the generator's output `fake` is made
+    once, in the discriminator's loop, and reused by every generator step."""
+    torch.manual_seed(0)
+    net_g = torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.LeakyReLU(0.2), torch.nn.Linear(8, 4)
+    )
+    net_d = torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.LeakyReLU(0.2), torch.nn.Linear(8, 1)
+    )
+    opt_g = torch.optim.Adam(net_g.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(net_d.parameters(), lr=1e-3)
+    real = torch.randn(5, 4)
+
+    def train_single_scale(noise):
+        for _ in range(2):
+            net_d.zero_grad()
+            err_d_real = -net_d(real).mean()
+            err_d_real.backward(retain_graph=True)
+            fake = net_g(noise)
+            err_d_fake = net_d(fake.detach()).mean()
+            err_d_fake.backward(retain_graph=True)
+            opt_d.step()
+        for _ in range(g_steps):
+            net_g.zero_grad()
+            err_g = -net_d(fake).mean()
+            err_g.backward(retain_graph=True)
+            opt_g.step()
+        return err_g.detach()
+
+    return train_single_scale
+
+
+def test_a_gan_reusing_one_generator_output_leads_with_computing_it_again_not_detaching():
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _gan(g_steps=3)(torch.randn(5, 4))  # the real error, first
+    _gan(g_steps=1)(torch.randn(5, 4))  # one generator step: no error
+    report = explain_inplace_error(_gan(g_steps=3), torch.randn(5, 4))
+    assert report.found and report.changer == "optimizer", report.message
+    fix = report.message[report.message.index("Fix:") :]
+    assert fix.startswith("Fix: compute it again after each step"), report.message
+    assert "move `fake = net_g(noise)` into the loop" in fix
+    assert "Do not `.detach()` it instead" in fix and "get no gradient" in fix
+    assert "detach the carried tensor" not in report.message

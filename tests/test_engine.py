@@ -16,6 +16,7 @@ from torch.utils.checkpoint import checkpoint
 from autograd_helpers import functions as fns
 from autograd_helpers.engine import ReplayStep, replay_backward
 from autograd_helpers.wrap import wrap_builtin
+from tests.real_world import AdditiveCoupling, InvertibleModuleWrapper, ReversibleSequence
 
 DOUBLE = torch.float64
 
@@ -170,7 +171,7 @@ def test_custom_function_gradients_go_to_their_own_arguments(first):
 
 
 def test_a_built_in_wrapped_in_a_function_with_a_callable_first_argument():
-    linear = wrap_builtin(torch.nn.functional.linear)  # forward(ctx, call, *tensors)
+    linear = wrap_builtin(torch.nn.functional.linear)  # forward(ctx, call, count, *tensors)
     x, w, b = _randn(2, 4), _randn(3, 4, seed=1), _randn(3, seed=2)
     assert_same_as_torch(linear(x, w, b).tanh().sum(), (x, w, b))
 
@@ -457,3 +458,39 @@ def test_a_jagged_nested_tensor_replays_as_the_engine_computes():
 def test_the_docstring_warns_that_hooks_in_between_are_not_seen():
     doc = replay_backward.__doc__ or ""
     assert "neither run nor" in doc and "cannot even" in doc and "tell that it is there" in doc
+
+
+# --- issue 25: the library on real code --------------------------------------------------------
+
+
+def test_a_backward_that_writes_parameters_grad_itself_has_it_put_back_with_a_warning():
+    # revtorch: backward calls .backward() on a recomputed subgraph (the blocks' parameters)
+    torch.manual_seed(0)
+    model = ReversibleSequence().double()
+    x = _randn(3, 4)
+    out = model(x).sum()
+    expected = torch.autograd.grad(model(x).sum(), x)
+    model.zero_grad(set_to_none=True)
+    with pytest.warns(UserWarning, match="`ReversibleModuleFunctionBackward`'s backward writes"):
+        (grad,) = replay_backward(out, x)
+    torch.testing.assert_close(grad, expected[0])
+    assert all(p.grad is None for p in model.parameters()) and x.grad is None
+
+
+def test_a_backward_that_writes_its_inputs_grad_itself_has_it_put_back():
+    # memcnn: the input's and the output's .grad are set by hand, "mimic backwards"
+    torch.manual_seed(0)
+    block = InvertibleModuleWrapper(AdditiveCoupling()).double()
+    x = _randn(3, 4)
+    kept = torch.zeros(3, 4, dtype=DOUBLE)
+    x.grad = kept
+    with pytest.warns(UserWarning, match="InvertibleCheckpointBackward`'s backward writes"):
+        grads = replay_backward(block(x).sum(), [x, *block.parameters()])
+    assert x.grad is kept and all(p.grad is None for p in block.parameters())
+    assert all(g is not None for g in grads)
+
+
+def test_no_warning_where_no_function_writes_grad(recwarn):
+    x = _randn(3)
+    replay_backward((x * x).sum(), x)
+    assert not [w for w in recwarn if "writes `.grad`" in str(w.message)]

@@ -12,6 +12,7 @@ from autograd_helpers.finite_differences import (
     eps_sweep,
     plot_eps_sweep,
 )
+from tests.real_world import AdditiveCoupling, InvertibleModuleWrapper, ReversibleSequence
 
 matplotlib.use("Agg")
 DOUBLE = torch.float64
@@ -361,3 +362,48 @@ def test_f_random_only_away_from_the_point_is_refused():
 
     with pytest.raises(ValueError, match="different values when evaluated twice"):
         central_difference(f, torch.tensor([1.0], dtype=DOUBLE), eps=1e-3)
+
+
+# --- issue 25: the library on real code --------------------------------------------------------
+
+
+def test_a_model_reseeding_torch_from_pythons_random_keeps_every_random_state():
+    # revtorch's fix_random_seed draws a seed from Python's random in forward.
+    import random
+    import warnings
+
+    import numpy as np
+
+    torch.manual_seed(0)
+    model = ReversibleSequence().double()
+    state, numpy_state = random.getstate(), np.random.get_state()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the model is not random: no "draws random numbers"
+        central_difference(lambda t: model(t), _x(1, 4))
+        eps_sweep(lambda t: model(t).sum(), _x(1, 4), [1e-6])
+    assert random.getstate() == state
+    assert all(
+        np.array_equal(a, b) for a, b in zip(np.random.get_state(), numpy_state, strict=True)
+    )
+
+
+def test_a_dropout_f_still_gets_its_warning():
+    with pytest.warns(UserWarning, match="f draws random numbers"):
+        central_difference(lambda t: torch.nn.functional.dropout(t, 0.01), _x(3))
+
+
+def test_eps_sweep_on_a_backward_that_runs_once_says_so_in_one_sentence():
+    torch.manual_seed(0)
+    model = ReversibleSequence().double()
+    with pytest.raises(ValueError, match="f's backward runs only once on a graph") as caught:
+        eps_sweep(lambda t: model(t), _x(2, 4), [1e-6])
+    assert "AttributeError" in str(caught.value) and "lambda t: f(t).sum()" in str(caught.value)
+    records = eps_sweep(lambda t: model(t).sum(), _x(2, 4), [1e-6])  # the fix it gives works
+    assert records[0]["error"] < 1e-6
+
+
+def test_eps_sweep_on_a_backward_that_refuses_autograd_grad_says_so_in_one_sentence():
+    torch.manual_seed(0)
+    block = InvertibleModuleWrapper(AdditiveCoupling()).double()
+    with pytest.raises(ValueError, match=r"f's backward refuses torch\.autograd\.grad"):
+        eps_sweep(lambda t: block(t), _x(2, 4), [1e-6])

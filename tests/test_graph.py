@@ -380,17 +380,30 @@ def test_a_none_a_custom_function_saved_reads_none_not_an_error():
     assert "[saved: saved[0] None, saved[1] 3]" in str(autograd_graph(y, saved=True))
 
 
-def test_a_custom_function_that_saved_nothing_reads_empty_after_backward_too():
-    class Double(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
+class _Double(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
 
-        @staticmethod
-        def backward(ctx, grad):
-            return grad * 2
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
 
-    y = Double.apply(torch.ones(3, requires_grad=True))
+
+class _DoubleSaidToSave(_Double):
+    @staticmethod
+    def forward(ctx, x):
+        # nothing to save for backward here: the word in a comment decides nothing
+        return x * 2
+
+
+@pytest.mark.parametrize("function", [_Double, _DoubleSaidToSave], ids=["plain", "comment"])
+def test_a_custom_function_node_is_read_from_the_node_never_from_its_source(function):
+    # The issue: a comment that says "save" turned () into ('freed',) after backward. A freed
+    # node no longer says whether it saved anything: both read as torch reads them.
+    y = function.apply(torch.ones(3, requires_grad=True))
     assert saved_tensors_of(y.grad_fn) == ()
     y.sum().backward()
-    assert saved_tensors_of(y.grad_fn) == ()
+    assert saved_tensors_of(y.grad_fn) == ("freed",)
+    with pytest.raises(RuntimeError, match="already been freed"):
+        y.grad_fn.saved_tensors  # noqa: B018 (torch's own answer for the same node)

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograd_helpers.modes import MODE_COLUMNS, ModeTable, mode_table, preserved_state
+from tests.real_world import AdditiveCoupling, InvertibleModuleWrapper, ReversibleSequence
 
 
 def _model() -> nn.Module:
@@ -493,3 +494,92 @@ def test_spectral_norms_power_iteration_is_not_counted_as_batch_norm_stats():
         with_norm = nn.Sequential(wrap(nn.Linear(4, 3)), nn.BatchNorm1d(3))
         rows = _by_key(mode_table(with_norm, X))
         assert rows["train", "enabled"]["batch-norm stats updated"] is True
+
+
+# --- issue 25: the library on real code --------------------------------------------------------
+
+
+def test_a_model_whose_function_refuses_autograd_grad_has_a_backward_that_works():
+    # memcnn's blocks ask for .backward(); loss.backward() works, so backward "works".
+    torch.manual_seed(0)
+    model = InvertibleModuleWrapper(AdditiveCoupling())
+    x = torch.randn(3, 4, requires_grad=True)
+    table = mode_table(model, x)
+    rows = _by_key(table)
+    assert rows["train", "enabled"]["backward"] == rows["eval", "enabled"]["backward"] == "works"
+    assert "refuses autograd.grad" in str(table)
+    assert x.grad is None and all(p.grad is None for p in model.parameters())
+
+
+def test_a_deterministic_model_that_reseeds_torch_has_no_dropout_and_keeps_every_random_state():
+    # revtorch's fix_random_seed: random.randint, then torch.manual_seed, in forward.
+    import random
+
+    import numpy as np
+
+    torch.manual_seed(0)
+    model = ReversibleSequence()
+    x = torch.randn(3, 4, requires_grad=True)
+    random.seed(7)
+    np.random.seed(7)
+    python, numpy_draw = random.random(), np.random.rand()
+    random.seed(7)
+    np.random.seed(7)
+    table = mode_table(model, x)
+    assert not any(record["dropout active"] for record in table), str(table)
+    assert (random.random(), np.random.rand()) == (python, numpy_draw)  # streams go on
+    assert "writes .grad itself" in str(table)  # the blocks' backward fills their .grad
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_a_dropout_that_draws_the_same_mask_seed_after_seed_is_still_seen_from_its_outputs():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.01))  # keeps all four, nearly always
+    rows = _by_key(mode_table(model, torch.randn(1, 4)))
+    assert (
+        rows["train", "enabled"]["dropout active"] and not rows["eval", "enabled"]["dropout active"]
+    )
+
+
+class _ResidualBlock(nn.Module):
+    """A ResNet's basic block, as timm's small ResNets stack them."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(channels, channels, 3, padding=1), nn.BatchNorm2d(channels)
+        self.conv2, self.bn2 = nn.Conv2d(channels, channels, 3, padding=1), nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        return F.relu(x + self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
+
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_the_table_runs_the_model_as_often_as_its_docstring_says(dropout):
+    torch.manual_seed(0)
+    layers = [nn.Conv2d(3, 4, 3, padding=1), _ResidualBlock(4), _ResidualBlock(4)]
+    model = nn.Sequential(*layers, nn.Flatten(), *([nn.Dropout(0.2)] if dropout else []))
+    calls = []
+    model.register_forward_pre_hook(lambda module, args: calls.append(module.training))
+    mode_table(model, torch.randn(2, 3, 6, 6))
+    assert len(calls) <= (16 if dropout else 10), len(calls)  # 25 before
+    assert "ten times" in mode_table.__doc__ and "up to sixteen" in mode_table.__doc__
+
+
+class _Drawing(nn.Module):
+    """Draws zeros and ones in forward: `certain` ones only (p = 1), or a fused dropout."""
+
+    def __init__(self, certain: bool) -> None:
+        super().__init__()
+        self.certain = certain
+
+    def forward(self, x):
+        if self.certain:  # a draw that cannot come out otherwise: not random
+            return x * torch.bernoulli(torch.ones_like(x))
+        return torch.ops.aten.native_dropout(x, 0.01, self.training)[0]
+
+
+@pytest.mark.parametrize(("certain", "active"), [(True, False), (False, True)])
+def test_dropout_active_is_whether_the_output_could_have_come_out_otherwise(certain, active):
+    rows = _by_key(mode_table(_Drawing(certain), torch.randn(1, 3)))
+    assert rows["train", "no_grad"]["dropout active"] is active
+    assert rows["eval", "no_grad"]["dropout active"] is False

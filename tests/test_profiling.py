@@ -16,6 +16,7 @@ from autograd_helpers._common.memory_guard import MemoryGuard
 from autograd_helpers._common.reach import modules_reachable
 from autograd_helpers.memory import saved_tensor_bytes
 from autograd_helpers.profiling import PROFILE_COLUMNS, Comparison, compare, profile_ops
+from tests.real_world import ReversibleSequence
 
 matplotlib.use("Agg")
 
@@ -387,3 +388,25 @@ def test_the_log_level_variables_are_as_the_caller_had_them(monkeypatch):
     profile_ops(lambda x: (x * 2).sum(), torch.ones(3))
     assert "KINETO_LOG_LEVEL" not in os.environ
     assert os.environ["TORCH_CPP_LOG_LEVEL"] == "INFO"
+
+
+def test_profiling_a_model_that_draws_from_pythons_and_numpys_random_leaves_them_as_found():
+    # revtorch's fix_random_seed draws a seed from Python's random in forward; a model may
+    # draw from NumPy's too: profile_ops runs fn twice, and neither stream may notice.
+    import random
+
+    import numpy as np
+
+    torch.manual_seed(0)
+    model = ReversibleSequence()
+
+    def step(x):
+        return model(x).sum() * float(np.random.rand() > 2)  # NumPy's draw, never used
+
+    random.seed(3)
+    np.random.seed(3)
+    expected = (random.random(), np.random.rand())
+    random.seed(3)
+    np.random.seed(3)
+    profile_ops(step, torch.randn(2, 4))
+    assert (random.random(), np.random.rand()) == expected

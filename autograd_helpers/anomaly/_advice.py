@@ -19,6 +19,7 @@ __all__ = [
     "VIEW_UNCHANGED",
     "Changer",
     "inplace_fix",
+    "reused_fix",
     "running_statistics_fix",
     "silent_fix",
 ]
@@ -77,6 +78,40 @@ CARRIED = (
     "before the next step: truncated backpropagation through time), and drop "
     "`retain_graph=True`. "
 )
+
+
+def reused_fix(changer: Changer, line: str, cut: bool) -> str:
+    """The fix for a graph made once and reused by every iteration of a loop whose optimizer
+    steps in between (a GAN's ``fake = netG(z)`` before the generator's steps), as sentences.
+
+    Detaching what is reused would silence the error and the gradient with it: with
+    ``cut``, the parameters that made it get no gradient from this loss, and their
+    optimizer steps without it. So the fix that keeps the gradient leads.
+
+    Example::
+
+        >>> fix = reused_fix(Changer("optimizer"), "in step: fake = netG(z)", cut=True)
+        >>> fix.index("compute it again") < fix.index("Do not `.detach()`")
+        True
+    """
+    where = f", by the line {line}" if line else ""
+    moved = f"`{line.partition(': ')[2]}`" if ": " in line else "the line that makes it"
+    warning = (
+        " Do not `.detach()` it instead: that silences the error and the gradient with it, "
+        "so the parameters that made it (a GAN's generator) would get no gradient from this "
+        "loss, and their optimizer would step without one."
+        if cut
+        else ""
+    )
+    return (
+        f"It is {_parameter(changer)}, and the optimizer's `step()` updated it in place after "
+        "the forward pass that saved it. This backward, run in a loop, reached back into a "
+        f"graph made once, before the loop{where}: every iteration reuses that one output, "
+        "and `retain_graph=True` only kept its old graph alive. Fix: compute it again after "
+        f"each step (move {moved} into the loop, before the loss that uses it), so that "
+        "each backward differentiates the parameters' current values; `retain_graph=True` "
+        f"is then not needed there.{warning}"
+    )
 
 
 UNKNOWN = (

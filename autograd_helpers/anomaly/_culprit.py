@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -11,10 +13,12 @@ from torch import Tensor
 from autograd_helpers._common.nodes import graph_nodes, is_accumulate_grad
 from autograd_helpers.anomaly._advice import Changer
 from autograd_helpers.anomaly._forward import InPlace
+from autograd_helpers.anomaly._frames import learner_frame_in
 from autograd_helpers.anomaly._tensors import storage_of
 from autograd_helpers.anomaly._tracing import Run
 
 __all__ = [
+    "LoopReach",
     "carried_across_iterations",
     "changer_of",
     "changing_record",
@@ -201,14 +205,53 @@ def unchanged_view(
     return None
 
 
-def carried_across_iterations(run: Run) -> bool:
-    """Whether the backward pass fn ran that raised reached the graph of an earlier backward
-    pass from the same line (a loop's), as a recurrent state carried undetached does."""
+@dataclass(frozen=True)
+class LoopReach:
+    """How a backward pass fn ran in a loop reached the graph of an earlier iteration's.
+
+    ``kind`` is ``"carried"`` (a tensor carried from iteration to iteration, a recurrent
+    state: the lines that made the old part of the graph made its new part too) or
+    ``"reused"`` (one output made once, before the loop, used by every iteration, as a
+    GAN's generator output reused across generator steps). ``line`` made the old part
+    where the new part uses it; ``cut`` says whether detaching there would leave leaves
+    that require grad (the generator's parameters) without a gradient from this loss.
+    """
+
+    kind: str
+    line: str = ""
+    cut: bool = False
+
+
+def _lines(nodes: Iterable[Any]) -> set[str]:
+    """The learner's forward lines that created ``nodes`` (from anomaly mode's traceback)."""
+    found = {learner_frame_in("".join(node.metadata.get("traceback_", []))) for node in nodes}
+    return found - {""}
+
+
+def _leaves_below(nodes: Iterable[Any]) -> set[int]:
+    """The ids of the leaves (that require grad) ``nodes`` send gradients to directly."""
+    return {
+        id(child.variable)
+        for node in nodes
+        for child, _ in node.next_functions
+        if child is not None and is_accumulate_grad(child) and child.variable.requires_grad
+    }
+
+
+def carried_across_iterations(run: Run) -> LoopReach | None:
+    """How the backward pass fn ran that raised reached the graph of an earlier backward
+    pass from the same line (a loop's), or ``None`` when it did not."""
     failed = next((own for own in run.own if own.raised), None)
     if failed is None:
-        return False
+        return None
     nodes = {n for n in failed.nodes if not is_accumulate_grad(n)}
-    return any(
-        own.line == failed.line and nodes & set(own.nodes)
-        for own in run.own[: run.own.index(failed)]
-    )
+    earlier = [own for own in run.own[: run.own.index(failed)] if own.line == failed.line]
+    old = {n for n in nodes if any(n in own.nodes for own in earlier)}
+    if not old:
+        return None
+    new = nodes - old
+    if _lines(old) & _lines(new):
+        return LoopReach("carried")  # the same line made both: a state carried along
+    boundary = [child for n in new for child, _ in n.next_functions if child in old]
+    line = next(iter(sorted(_lines(boundary) or _lines(old))), "")
+    return LoopReach("reused", line, bool(_leaves_below(old) - _leaves_below(new)))

@@ -13,7 +13,9 @@ from autograd_helpers._common.validate import require_callable
 from autograd_helpers.anomaly._advice import (
     CARRIED,
     VIEW_UNCHANGED,
+    Changer,
     inplace_fix,
+    reused_fix,
     running_statistics_fix,
     silent_fix,
 )
@@ -26,9 +28,10 @@ from autograd_helpers.anomaly._culprit import (
     stale_saved_tensor,
     unchanged_view,
 )
+from autograd_helpers.anomaly._forward import InPlace
 from autograd_helpers.anomaly._frames import learner_frame_in
 from autograd_helpers.anomaly._tensors import storage_of
-from autograd_helpers.anomaly._tracing import Report, Run, run_watched
+from autograd_helpers.anomaly._tracing import Report, Run, noted, run_watched
 
 __all__ = ["InplaceReport", "explain_inplace_error"]
 
@@ -189,7 +192,9 @@ def explain_inplace_error(fn: Callable[..., Any], *inputs: Any) -> InplaceReport
     opt_d.step(); g_loss.backward()``): its backward passes are watched as the tool's own
     is, and really run (they fill ``.grad``, and its optimizer steps update parameters). It
     may then return nothing; what it returns is not differentiated again where its own
-    backward freed the graph.
+    backward freed the graph. The tool's own backward leaves every ``.grad`` as found, as
+    :func:`find_nan_origin`'s does (and runs with ``backward()`` where a Function refuses
+    ``torch.autograd.grad``).
 
     The modules ``fn`` reaches run on copies of their buffers: batch norm's running
     statistics and ``num_batches_tracked`` are left as found, and so are the modules'
@@ -207,6 +212,30 @@ def explain_inplace_error(fn: Callable[..., Any], *inputs: Any) -> InplaceReport
     """
     require_callable("explain_inplace_error", "fn", fn)
     run = run_watched(fn, inputs, keep_saved=True)
+    return noted(_from_run(run), run)
+
+
+def _fix(
+    run: Run, changer: Changer, stale: Tensor | None, record: InPlace | None, saved: int
+) -> str:
+    """What to do about it: by who changed the tensor, a view whose saved part did not
+    change, and a loop whose backward reached back into an earlier iteration's graph."""
+    base = (
+        unchanged_view(run, stale, record, saved) if changer.kind in ("computed", "input") else None
+    )
+    if base is not None:
+        return VIEW_UNCHANGED.format(base=base)
+    fix = inplace_fix(changer)
+    loop = carried_across_iterations(run) if changer.kind == "optimizer" else None
+    if loop is not None and loop.kind == "reused":  # detaching it would lose its gradient
+        return reused_fix(changer, loop.line, loop.cut)
+    if loop is not None:
+        return CARRIED + "In detail: " + fix[:1].lower() + fix[1:]
+    return fix
+
+
+def _from_run(run: Run) -> InplaceReport:
+    """The report on what :func:`run_watched` saw."""
     error = run.outcome.error
     text = "" if error is None else str(error.exception)
     match = VERSION.search(text)
@@ -245,16 +274,7 @@ def explain_inplace_error(fn: Callable[..., Any], *inputs: Any) -> InplaceReport
     named = f" (PyTorch's error calls it output {output} of {op.split('::')[-1]})" if op else ""
     if changer.kind == "input":
         named = ""  # PyTorch names the op that made the input: here, the copy standing for it
-    fix = inplace_fix(changer)
-    base = (
-        unchanged_view(run, stale, record, int(saved))
-        if changer.kind in ("computed", "input")
-        else None
-    )
-    if base is not None:
-        fix = VIEW_UNCHANGED.format(base=base)
-    elif changer.kind == "optimizer" and carried_across_iterations(run):
-        fix = CARRIED + "In detail: " + fix[:1].lower() + fix[1:]
+    fix = _fix(run, changer, stale, record, int(saved))
     message = "; ".join(parts) + f"{named}. " + fix
     return InplaceReport(
         True,

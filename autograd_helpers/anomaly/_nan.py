@@ -12,14 +12,13 @@ from autograd_helpers.anomaly._backward import NanStory, NodeEvent, nan_story
 from autograd_helpers.anomaly._causes import (
     backward_cause,
     empty_row_backward,
-    forward_nan,
     value_cause,
 )
 from autograd_helpers.anomaly._forward import Made, Watch
+from autograd_helpers.anomaly._forward_origin import in_forward
 from autograd_helpers.anomaly._nan_other import (
     cast_overflow,
     in_a_hook,
-    iteration,
     lines,
     loop_iteration,
     nan_in_input,
@@ -27,43 +26,13 @@ from autograd_helpers.anomaly._nan_other import (
     ordinal,
     special_node,
 )
+from autograd_helpers.anomaly._order import first_backward_nan, forward_nan_time
 from autograd_helpers.anomaly._origin import NanOrigin
-from autograd_helpers.anomaly._quiet import removed_origin, stepped_origin
+from autograd_helpers.anomaly._quiet import removed_origin
 from autograd_helpers.anomaly._tensors import infinity_in, kind_of
-from autograd_helpers.anomaly._tracing import Run, run_watched
+from autograd_helpers.anomaly._tracing import Run, noted, run_watched
 
 __all__ = ["NanOrigin", "find_nan_origin"]
-
-
-def _in_forward(run: Run) -> NanOrigin:
-    watch = run.watch
-    made = watch.first_nan
-    if made is None:
-        op, line = watch.nan_use or ("an operation", "")
-        where = f" ({line})" if line else ""
-        message = (
-            f"No operation of fn made the NaN: `{op}`{where} received a tensor that already "
-            "held it and that fn did not compute (a model's parameter, or a global tensor). "
-            "Find where that tensor got its NaN."
-        )
-        title = f"NaN in forward, from a tensor fn did not make (first used by `{op}`)"
-        return NanOrigin(True, message, title, (message,), stage="forward", node=op, source=line)
-    where = f" ({made.line})" if made.line else ""
-    if made.hook:  # the learner's hook, not the model's op, made it
-        message = (
-            f"The NaN appears in forward, made by a {made.hook}{where}: the hook's own "
-            f"`{made.op}` made it, not an operation of the model. Fix the hook: it must "
-            f"return finite values (or None, to leave the output as it is). Its `{made.op}` "
-            f"made NaN because {forward_nan(made)}"
-        )
-        node, title = made.hook, f"NaN in forward: a {made.hook}"
-    elif made.from_step is not None:
-        return stepped_origin(made, run)
-    else:
-        message = f"The NaN appears in forward, made by `{made.op}`{where}: {forward_nan(made)}"
-        node, title = made.op, f"NaN in forward: `{made.op}`"
-    message += iteration(made.backwards_before, "forward pass", lines(run))
-    return NanOrigin(True, message, title, (message,), stage="forward", node=node, source=made.line)
 
 
 def _line(line: str) -> str:
@@ -181,35 +150,6 @@ def _origin_in_backward(message: str, origin: NodeEvent) -> NanOrigin:
     )
 
 
-def _forward_nan_time(run: Run) -> int | None:
-    """How many of fn's own backward passes had run when forward first held a NaN, or
-    ``None`` when forward never did."""
-    times = [i for i, own in enumerate(run.own) if own.nan_root]
-    if any(bool(o.isnan().any()) for o in run.outputs):
-        times.append(len(run.own))
-    if not times:
-        return None
-    watch = run.watch
-    if watch.first_nan is not None:
-        times.append(watch.first_nan.backwards_before)
-    elif watch.nan_use is not None:
-        times.append(watch.nan_use_after)
-    return min(times)
-
-
-def _first_backward_nan(run: Run) -> int:
-    """The index of fn's first own backward pass whose NaN reached a gradient it returned
-    (the number of them when none did)."""
-    return next(
-        (
-            i
-            for i, own in enumerate(run.own)
-            if (story := nan_story(own.record)) is not None and story.reaches
-        ),
-        len(run.own),
-    )
-
-
 def find_nan_origin(fn: Callable[..., Any], *inputs: Any) -> NanOrigin:
     """Run ``fn(*inputs)`` and its backward and report where the NaN comes from.
 
@@ -217,8 +157,12 @@ def find_nan_origin(fn: Callable[..., Any], *inputs: Any) -> NanOrigin:
     a tensor that requires grad and may be changed in place (a copy of a fresh leaf; an
     input that is a leaf requiring grad, a parameter, stays a leaf). The backward pass
     starts from a gradient of ones (for each output, when ``fn`` returns a tuple or list of
-    tensors). It runs with :func:`torch.autograd.grad`: no ``.grad`` is changed, a model's
-    parameters' included, and the caller's inputs are left alone.
+    tensors). It runs with :func:`torch.autograd.grad`, or, where a Function refuses that
+    ("please use .backward()", as memcnn's invertible blocks and a reentrant checkpoint
+    say), with ``backward()`` as fn's user runs it. No ``.grad`` is left changed, a model's
+    parameters' included, and the caller's inputs are left alone; a Function whose
+    backward writes ``.grad`` itself (revtorch's reversible blocks) has it put back, and
+    the report says so.
 
     A training step that runs backward itself (``loss.backward(); opt.step()``) is traced
     through its own backward passes, watched node by node; they really run (they fill
@@ -267,6 +211,11 @@ def find_nan_origin(fn: Callable[..., Any], *inputs: Any) -> NanOrigin:
     if in_input is not None:
         return in_input
     run = run_watched(fn, inputs)
+    return noted(_from_run(run), run)
+
+
+def _from_run(run: Run) -> NanOrigin:
+    """The report on what :func:`run_watched` saw."""
     error = run.outcome.error
     if error is not None:
         message = f"fn raised {error.describe()} {error.where}".strip()
@@ -284,9 +233,9 @@ def find_nan_origin(fn: Callable[..., Any], *inputs: Any) -> NanOrigin:
         return NanOrigin(False, message, "fn did not return a tensor", (message,), raised=True)
     # What fn returned, or what its own backward started from, holds a NaN: forward made it,
     # unless one of fn's own backward passes made a NaN before that forward ran.
-    forward = _forward_nan_time(run)
-    if forward is not None and forward <= _first_backward_nan(run):
-        return _in_forward(run)
+    forward = forward_nan_time(run)
+    if forward is not None and forward <= first_backward_nan(run):
+        return in_forward(run)
     removed: NanOrigin | None = None
     for record, own in run.records:
         story = nan_story(record)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -17,6 +17,7 @@ from autograd_helpers._common.leaves import fresh_leaf
 from autograd_helpers._common.nodes import accumulated_leaf, graph_nodes
 from autograd_helpers._common.reach import modules_reachable
 from autograd_helpers._common.runner import Outcome, run_learner_code
+from autograd_helpers._grads_kept import KeptGrads, backward_into_grads, grads_kept, refusals
 from autograd_helpers._profiling_state import state_kept
 from autograd_helpers.anomaly._backward import BackwardRecord, watch_backward
 from autograd_helpers.anomaly._forward import Watch
@@ -26,7 +27,7 @@ from autograd_helpers.anomaly._own import OwnBackward
 from autograd_helpers.anomaly._saved import Snapshot
 from autograd_helpers.anomaly._tensors import kind_of
 
-__all__ = ["FRAME", "Report", "Run", "run_watched"]
+__all__ = ["FRAME", "Report", "Run", "noted", "run_watched"]
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Run:
     # freed the graph of what fn returned. The error's text, or "".
     freed: str = ""
     differentiated: bool = False  # the tool's own backward of what fn returned ran
+    grads_note: str = ""  # a Function's backward wrote .grad itself: put back, said so
 
     @property
     def own(self) -> list[OwnBackward]:
@@ -62,8 +64,10 @@ def run_watched(fn: Callable[..., Any], inputs: Sequence[Any], *, keep_saved: bo
 
     ``fn`` is given its inputs as :func:`prepare_inputs` makes them. It may return a tensor,
     or a tuple or list of tensors: backward starts from a gradient of ones for each that
-    requires grad. It runs with ``torch.autograd.grad``, so no ``.grad`` (a model's
-    parameters', say) is changed. With ``keep_saved``, the saved tensors whose values
+    requires grad. It runs with ``torch.autograd.grad`` (with ``backward()`` where a Function
+    refuses that), and every ``.grad`` it can reach is put back: none is changed, a model's
+    parameters' included, also where a Function's backward writes ``.grad`` itself
+    (``Run.grads_note`` says so). With ``keep_saved``, the saved tensors whose values
     changed unseen by autograd are listed in ``Run.silent`` (found before backward).
 
     A backward pass that fn runs itself (a training step's ``loss.backward()``) is watched
@@ -102,33 +106,7 @@ def run_watched(fn: Callable[..., Any], inputs: Sequence[Any], *, keep_saved: bo
         targets = [leaf for node in nodes if (leaf := accumulated_leaf(node)) is not None]
         if not targets:
             return
-        hooked = [node for node in nodes if node not in watch.skip]
-        handles = watch_backward(hooked, run.backward, learner_frame_in)
-        try:
-            if any(type(node).__name__ == REENTRANT_CHECKPOINT for node in nodes):
-                grads = _backward_putting_grads_back(roots, targets, watch)
-            else:
-                grads = torch.autograd.grad(
-                    roots,
-                    targets,
-                    [torch.ones_like(v) for v in roots],
-                    retain_graph=True,  # the in-place report reads the saved tensors afterwards
-                    allow_unused=True,
-                )
-        except RuntimeError as error:
-            if "a second time" not in str(error):
-                raise  # fn's graph's own error (an in-place change, a custom backward)
-            run.freed = str(error)  # the tool's backward, not fn, met a freed graph
-            return
-        finally:
-            for handle in handles:
-                handle.remove()
-        run.differentiated = True
-        run.backward.leaves = [
-            (target, kind_of(grad))
-            for target, grad in zip(targets, grads, strict=True)
-            if grad is not None
-        ]
+        _differentiate(run, fn, roots, nodes, targets)
 
     with warnings.catch_warnings(record=True) as caught, _buffers_kept(fn, inputs):
         warnings.simplefilter("always")
@@ -138,6 +116,36 @@ def run_watched(fn: Callable[..., Any], inputs: Sequence[Any], *, keep_saved: bo
         (str(w.message) for w in caught if str(w.message).startswith("Error detected in")), ""
     )
     return run
+
+
+def _differentiate(
+    run: Run, fn: Callable[..., Any], roots: list[Tensor], nodes: list[Any], targets: list[Tensor]
+) -> None:
+    """The tool's own backward of what fn returned, every node but the input copies hooked;
+    every ``.grad`` it can reach is put back afterwards."""
+    watch = run.watch
+    hooked = [node for node in nodes if node not in watch.skip]
+    handles = watch_backward(hooked, run.backward, learner_frame_in)
+    try:
+        # A Function's backward may write .grad itself (revtorch, memcnn): put back.
+        with grads_kept(nodes, fn, *run.inputs.given, *watch.leaves.values()) as kept:
+            grads = _tools_backward(roots, targets, run, kept)
+    except RuntimeError as error:
+        if "a second time" not in str(error):
+            raise  # fn's graph's own error (an in-place change, a custom backward)
+        run.freed = str(error)  # the tool's backward, not fn, met a freed graph
+        return
+    finally:
+        for handle in handles:
+            handle.remove()
+    note = kept.note("the tool")
+    run.grads_note = f"Note: {note}" if note else ""
+    run.differentiated = True
+    run.backward.leaves = [
+        (target, kind_of(grad))
+        for target, grad in zip(targets, grads, strict=True)
+        if grad is not None
+    ]
 
 
 @contextlib.contextmanager
@@ -165,28 +173,28 @@ def _buffers_kept(fn: Callable[..., Any], inputs: Sequence[Any]) -> Iterator[Non
                 module.training = training
 
 
-REENTRANT_CHECKPOINT = "CheckpointFunctionBackward"  # checkpoint(use_reentrant=True)
-
-
-def _backward_putting_grads_back(
-    roots: list[Tensor], targets: list[Tensor], watch: Watch
+def _tools_backward(
+    roots: list[Tensor], targets: list[Tensor], run: Run, kept: KeptGrads
 ) -> tuple[Tensor | None, ...]:
-    """``torch.autograd.grad`` for a graph through a reentrant checkpoint, which refuses it.
-
-    ``backward()`` fills ``.grad``, of ``targets`` and of the parameters the checkpointed
-    function uses (not in this graph, but seen by ``watch`` in forward): every ``.grad`` it
-    touched is put back as it was.
-    """
-    leaves = {id(t): t for t in [*watch.leaves.values(), *targets]}
-    before = {key: leaf.grad for key, leaf in leaves.items()}
-    try:
-        for leaf in leaves.values():
-            leaf.grad = None
-        torch.autograd.backward(roots, [torch.ones_like(v) for v in roots], retain_graph=True)
-        return tuple(target.grad for target in targets)
-    finally:
-        for key, leaf in leaves.items():
-            leaf.grad = before[key]
+    """The tool's backward: ``torch.autograd.grad``, or, for a graph with a Function that
+    refuses it (a reentrant checkpoint, memcnn's invertible blocks: "please use
+    .backward()"), ``backward()`` as fn's user would run it, reading ``.grad`` (which
+    :func:`grads_kept` puts back)."""
+    ones = [torch.ones_like(v) for v in roots]
+    with refusals() as refused:
+        try:
+            return torch.autograd.grad(
+                roots,
+                targets,
+                ones,
+                retain_graph=True,  # the in-place report reads the saved tensors afterwards
+                allow_unused=True,
+            )
+        except Exception:
+            if not refused:
+                raise
+    run.backward.events.clear()  # the refused attempt's: it stopped at that Function
+    return backward_into_grads(roots, ones, targets, kept)
 
 
 @dataclass(frozen=True)
@@ -208,3 +216,14 @@ class Report:
     def _repr_html_(self) -> str:
         icon, colour = self._look()
         return box_html(icon, colour, self.title, self.details)
+
+
+ReportType = TypeVar("ReportType", bound=Report)
+
+
+def noted(report: ReportType, run: Run) -> ReportType:
+    """``report`` with the run's note on ``.grad`` a Function's backward wrote, if any."""
+    if not run.grads_note:
+        return report
+    message = f"{report.message} {run.grads_note}"
+    return replace(report, message=message, details=(*report.details, run.grads_note))
