@@ -82,6 +82,7 @@ MARGIN_HEADER = (
     "right answer",
     "smallest lead",
     "median lead",
+    "smallest lead in the notebook's table",
     "one profile under 3×",
     "busy processes (load)",
 )
@@ -133,6 +134,7 @@ def to_markdown(results: Results) -> str:
                 f"`{m.right}`",
                 f"{m.smallest}×",
                 f"{m.median}×",
+                f"{m.table_smallest}×",
                 f"{m.one_profile_below} of {m.runs}",
                 f"{m.busy} ({m.load})",
             )
