@@ -611,6 +611,11 @@ def test_an_evaluation_that_clears_the_models_gradients_fails(clear, phrase):
     assert not result.passed and phrase in result.message, result.message
 
 
+def _sparse_zeros(model):
+    for parameter in model[:-1].parameters():
+        parameter.grad = torch.zeros_like(parameter).to_sparse()
+
+
 @pytest.mark.parametrize(
     ("clear", "phrase"),
     [
@@ -620,6 +625,7 @@ def test_an_evaluation_that_clears_the_models_gradients_fails(clear, phrase):
         ),
         (lambda model: model.zero_grad(), "it cleared the `.grad` of the last layer"),
         (lambda model: model[-1].zero_grad(), "it cleared the `.grad` of the last layer"),
+        (_sparse_zeros, "it set the `.grad` of 0.weight, 0.bias, 1.weight, 1.bias to zeros"),
     ],
 )
 def test_freezing_that_zeroes_or_clears_the_learning_gradients_fails(clear, phrase):

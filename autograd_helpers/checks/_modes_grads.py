@@ -61,11 +61,19 @@ def grad_changes(record: ModelRecord, model: nn.Module) -> GradChanges:
         after = now[name].grad
         if after is None:
             cleared.append(name)
-        elif not bool(after.detach().any()):
+        elif _all_zero(after):
             zeroed.append(name)
         else:
             written.append(name)
     return GradChanges(cleared, zeroed, written)
+
+
+def _all_zero(grad: torch.Tensor) -> bool:
+    try:  # a learner's .grad may be sparse, or of a kind `any()` refuses: then not zeros
+        dense = grad.detach() if grad.layout == torch.strided else grad.detach().to_dense()
+        return not bool(dense.any())
+    except Exception:
+        return False
 
 
 class _Run(Protocol):
