@@ -63,20 +63,29 @@ def busy(processes: int) -> Iterator[None]:
             spinner.join()
 
 
-def exercise_namespace() -> dict[str, Any]:
-    """Notebook 06's setup cell and the code of its exercises section, run here.
+def _role(cell: dict[str, Any]) -> str | None:
+    role = cell["metadata"].get("exercise", {}).get("role")
+    return str(role) if role is not None else None
 
-    Checker cells are left out; what the cells print is swallowed. The names the exercises
-    use (``labelled_step``, ``net``, ``sgd``, ``samples``, ``bag_loss``, ``indices``) come
-    from the notebook itself, so what is measured is what learners run.
+
+def exercise_namespace() -> dict[str, Any]:
+    """Notebook 06's setup cell and the code of its exercises, run here.
+
+    From the exercises' section up to its last checker cell, leaving out the checker cells
+    and the cells that print timings (tagged ``nbval-ignore-output``); what the cells print
+    is swallowed. The names the exercises use (``labelled_step``, ``net``, ``sgd``,
+    ``samples``, ``bag_loss``, ``indices``) come from the notebook itself, so what is
+    measured is what learners run.
     """
     cells = json.loads(CHAPTER.read_text())["cells"]
-    code = [c for c in cells if c["cell_type"] == "code"]
     start = next(i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## 6."))
-    chosen = [code[0]] + [
+    end = max(i for i, c in enumerate(cells) if _role(c) == "check")
+    chosen = [next(c for c in cells if c["cell_type"] == "code")] + [
         c
-        for c in cells[start:]
-        if c["cell_type"] == "code" and c["metadata"].get("exercise", {}).get("role") != "check"
+        for c in cells[start:end]
+        if c["cell_type"] == "code"
+        and _role(c) != "check"
+        and "nbval-ignore-output" not in c["metadata"].get("tags", [])
     ]
     namespace: dict[str, Any] = {"__name__": "chapter06"}
     with contextlib.redirect_stdout(io.StringIO()):
