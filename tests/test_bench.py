@@ -13,18 +13,18 @@ from tools.bench import measure
 from tools.bench.report import to_markdown
 from tools.bench.results import (
     MILLION,
-    TARGETS,
     FunctionRow,
     ImportFigures,
     JacobianRow,
     Machine,
+    MarginRow,
     NotebookFigures,
     NotebookRun,
     Results,
     SuiteRun,
     Workshop,
-    judge,
 )
+from tools.bench.targets import TARGETS, judge
 from tools.registry import FUNCTION_CASES
 
 
@@ -58,6 +58,7 @@ def _results(
     tests: SuiteRun | None,
     floor_s: float = 6.0,
     check_s: float = 0.2,
+    lead: float = 4.4,
 ) -> Results:
     return Results(
         machine=Machine("d", "3.11", "2.13.0", 2, 1),
@@ -78,6 +79,10 @@ def _results(
         jacobians=(JacobianRow("torch.func.jacrev", 16, 0.001),),
         tests=tests,
         widget_update_s=0.04,
+        margins=(
+            MarginRow("06-regions", "data", 10, 8, 9.5, 60.0, 120.0, 27.0, 4),
+            MarginRow("06-dominant-op", "aten::fill_", 10, 8, 9.5, lead, 5.7, lead, 5),
+        ),
     )
 
 
@@ -88,9 +93,12 @@ def test_every_target_is_met_by_good_figures():
 
 
 def test_bad_figures_miss_exactly_their_targets_and_the_report_says_so():
-    bad = _results(ratio=2.0, wall_s=30.0, tests=SuiteRun(120.0, False), floor_s=2.0, check_s=0.7)
+    bad = _results(
+        ratio=2.0, wall_s=30.0, tests=SuiteRun(120.0, False), floor_s=2.0, check_s=0.7, lead=2.5
+    )
     bad.met = judge(bad)
     assert bad.met == {
+        "timing_margin": False,
         "check_call_s": False,
         "course_over_floor": False,  # (5 + 30) / (2 × 2) = 8.75
         "notebook_wall": False,
@@ -109,6 +117,8 @@ def test_bad_figures_miss_exactly_their_targets_and_the_report_says_so():
     assert "| `make test`, installed | 120.0 s (FAILED) | < 300 s ✗ |" in text
     assert "| 00.ipynb | 5.0 s | 20 s | 300.0 MB | 700 ms (check_function, cell 30) |" in text
     assert "| 700 ms (00.ipynb: check_function, cell 30) | < 500 ms ✗ |" in text
+    assert "| 2.5× (06-dominant-op, 8 busy processes, load 9.5) | ≥ 3× ✗ |" in text
+    assert "| 06-dominant-op | `aten::fill_` | 2.5× | 5.7× | 2.5× | 5 of 10 | 8 (9.5) |" in text
 
 
 def test_a_run_without_make_test_leaves_that_target_out():
@@ -198,3 +208,29 @@ def test_the_workshop_says_why_it_cannot_run(monkeypatch):
     assert "npm ci --prefix deploy" in (workshop.workshop_unavailable() or "")
     with pytest.raises(ValueError, match="learners must be at least 1, got 0"):
         workshop.measure_workshop(0)
+
+
+def test_the_timing_margins_are_measured_on_the_notebooks_own_workloads():
+    from tools.bench import margins
+
+    namespace = margins.exercise_namespace()
+    assert {"labelled_step", "net", "sgd", "samples", "bag_loss", "indices"} <= namespace.keys()
+    rows = margins.measure_margins(runs=1, processes=0)  # no busy processes in a test
+    assert [(r.exercise, r.right, r.runs, r.busy) for r in rows] == [
+        ("06-regions", "data", 1, 0),
+        ("06-dominant-op", "aten::fill_", 1, 0),
+    ]
+    assert all(r.smallest > 0 and r.median == r.smallest and r.table_smallest > 0 for r in rows)
+    with pytest.raises(ValueError, match="runs must be ≥ 1"):
+        margins.measure_margins(runs=0)
+
+
+def test_busy_processes_are_stopped_when_the_block_ends():
+    import multiprocessing
+
+    from tools.bench.margins import busy
+
+    with busy(2):
+        spinning = [p for p in multiprocessing.active_children() if p.is_alive()]
+        assert len(spinning) >= 2
+    assert not any(p.is_alive() for p in spinning)

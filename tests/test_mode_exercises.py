@@ -572,3 +572,68 @@ def test_a_mutable_default_argument_is_a_verdict():
     result = check_evaluate(evaluates_into_a_default)
     assert "the default list `_history` of evaluates_into_a_default" in result.message
     assert evaluates_into_a_default.__defaults__ == ([],)
+
+
+# --- issue 25: probe models come with gradients, as in the middle of training ---------------
+
+
+def test_every_probe_model_starts_with_nonzero_gradients():
+    from autograd_helpers.checks._modes_freeze import NETWORKS, attempt
+
+    models = [case.model() for case in CASES]
+    models += [attempt(lambda model: None, network, "f").model for network in NETWORKS]
+    for model in models:
+        for name, parameter in model.named_parameters():
+            assert parameter.grad is not None and bool(parameter.grad.ne(0).all()), name
+
+
+def _evaluates_then(model, loader, clear):
+    value = evaluate_right(model, loader)
+    clear(model)
+    return value
+
+
+def _zeroes_in_place(model):
+    for parameter in model.parameters():
+        parameter.grad.zero_()
+
+
+@pytest.mark.parametrize(
+    ("clear", "phrase"),
+    [
+        (lambda model: model.zero_grad(), "it cleared the `.grad` of 0.weight, 0.bias"),
+        (lambda model: model.zero_grad(set_to_none=False), "it zeroed the `.grad` of"),
+        (_zeroes_in_place, "evaluating threw them away"),
+    ],
+)
+def test_an_evaluation_that_clears_the_models_gradients_fails(clear, phrase):
+    result = check_evaluate(lambda model, loader: _evaluates_then(model, loader, clear))
+    assert not result.passed and phrase in result.message, result.message
+
+
+def _sparse_zeros(model):
+    for parameter in model[:-1].parameters():
+        parameter.grad = torch.zeros_like(parameter).to_sparse()
+
+
+@pytest.mark.parametrize(
+    ("clear", "phrase"),
+    [
+        (
+            lambda model: model.zero_grad(set_to_none=False),
+            "to zeros: a zero gradient kept on a frozen layer still moves it",
+        ),
+        (lambda model: model.zero_grad(), "it cleared the `.grad` of the last layer"),
+        (lambda model: model[-1].zero_grad(), "it cleared the `.grad` of the last layer"),
+        (_sparse_zeros, "it set the `.grad` of 0.weight, 0.bias, 1.weight, 1.bias to zeros"),
+    ],
+)
+def test_freezing_that_zeroes_or_clears_the_learning_gradients_fails(clear, phrase):
+    result = check_frozen(lambda model: freeze_right(model) or clear(model))
+    assert not result.passed and phrase in result.message, result.message
+
+
+def test_freezing_that_clears_only_the_frozen_gradients_passes_with_a_note():
+    result = check_frozen(lambda model: freeze_right(model) or model[:-1].zero_grad())
+    assert result.passed, result.message
+    assert "Note: it also cleared the `.grad` of the frozen 0.weight" in result.message

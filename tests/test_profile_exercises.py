@@ -760,13 +760,15 @@ def test_gradients_can_be_judged_on_smaller_inputs():
 
 
 @pytest.fixture(scope="module")
-def bag_report():
+def bag_reports():
     torch.manual_seed(0)
     # a larger table than the notebook's: zero-filling its gradient outweighs the other
-    # operators many times over, so the verdicts below hold on a busy machine too
+    # operators many times over; and each operator's fastest of five profiles counts, as in
+    # the notebook, so the verdicts below hold on a busy machine too (one profile there can
+    # credit any operator with milliseconds spent waiting for the CPU)
     words = nn.EmbeddingBag(400_000, 32, mode="mean")
     indices = torch.randint(0, 400_000, (64, 8))
-    return profile_ops(lambda i: words(i).square().mean(), indices)
+    return [profile_ops(lambda i: words(i).square().mean(), indices) for _ in range(5)]
 
 
 @pytest.mark.parametrize(
@@ -788,8 +790,8 @@ def bag_report():
         torch.fill_,
     ],
 )
-def test_the_dominant_operator_passes(bag_report, answer):
-    result = check_dominant_op(answer, bag_report)
+def test_the_dominant_operator_passes(bag_reports, answer):
+    result = check_dominant_op(answer, bag_reports)
     assert result.passed, result.message
 
 
@@ -807,15 +809,18 @@ def test_the_dominant_operator_passes(bag_report, answer):
         (3, "a str"),
     ],
 )
-def test_other_answers_are_explained(bag_report, answer, phrase):
-    result = check_dominant_op(answer, bag_report)
+def test_other_answers_are_explained(bag_reports, answer, phrase):
+    result = check_dominant_op(answer, bag_reports)
     assert not result.passed and phrase in result.message, result.message
 
 
-def test_a_stub_and_bad_reports(bag_report):
-    assert check_dominant_op(..., bag_report).status == "not implemented"
+def test_a_stub_and_bad_reports(bag_reports):
+    assert check_dominant_op(..., bag_reports).status == "not implemented"
     with pytest.raises(TypeError, match="report"):
-        check_dominant_op("aten::mm", bag_report.rows)
+        check_dominant_op("aten::mm", bag_reports[0].rows)
+    for bad in ([], [bag_reports[0], "aten::mm"]):
+        with pytest.raises(TypeError, match="report must be what"):
+            check_dominant_op("aten::mm", bad)
     forward_only = profile_ops(torch.sin, torch.ones(3), backward=False)
     with pytest.raises(ValueError, match="backward=True"):
         check_dominant_op("aten::sin", forward_only)
@@ -999,6 +1004,6 @@ def test_a_0_dim_hyperparameter_saved_beside_x_passes(dtype, inputs):
     assert result.passed and "0-dim tensor" in result.message, result.message
 
 
-def test_an_overload_the_profile_cannot_tell_is_read_as_the_row(bag_report):
-    result = check_dominant_op("aten::fill_.Tensor", bag_report)
+def test_an_overload_the_profile_cannot_tell_is_read_as_the_row(bag_reports):
+    result = check_dominant_op("aten::fill_.Tensor", bag_reports)
     assert result.passed and "not which overload ran" in result.message, result.message

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from autograd_helpers.checks._modes_grads import with_gradients
+
 __all__ = [
     "CASES",
     "FEATURES",
@@ -69,6 +71,7 @@ class Case:
         sizes: the rows of each batch (uneven on purpose: a mean over samples differs).
         dtype: the model's and the data's dtype.
         frozen: parameters frozen before the call, as in fine-tuning.
+            Every parameter, frozen or not, holds a ``.grad`` as in the middle of training.
         raises: the last batch has the wrong width, so that the model raises on it.
     """
 
@@ -98,7 +101,7 @@ class Case:
         parameters = dict(model.named_parameters())
         for name in self.frozen:
             parameters[name].requires_grad_(False)
-        return model
+        return with_gradients(model)
 
 
 CASES = (

@@ -25,6 +25,7 @@ from autograd_helpers.checks._modes_contain import (
     layout_kept,
     outside_kept,
 )
+from autograd_helpers.checks._modes_grads import evaluation_grads_kept
 
 __all__ = ["CHECKS", "CHECKS_WHEN_A_BATCH_RAISES", "judge"]
 
@@ -200,13 +201,8 @@ def _parameters_kept(run: Attempt) -> CheckResult | None:
             f"it changed the model's parameters ({listed(changed)}): evaluating must not "
             "train or modify the model."
         )
-    grads = record.grads_changed(model)
-    if grads:
-        return run.fail(
-            f"it left gradients in the `.grad` of {listed(grads)}: evaluation runs no "
-            "backward pass.",
-            "Compute the losses inside `torch.inference_mode()` and call no `backward()`.",
-        )
+    if (problem := evaluation_grads_kept(run)) is not None:
+        return problem
     hooks = record.hooks_added(model)
     if hooks:
         return run.fail(

@@ -36,6 +36,12 @@ from autograd_helpers.checks._modes_contain import (
     layout_kept,
     outside_kept,
 )
+from autograd_helpers.checks._modes_grads import (
+    GradChanges,
+    freezing_grads_kept,
+    grad_changes,
+    with_gradients,
+)
 
 __all__ = ["CHECKS", "NETWORKS", "Attempt", "Network", "attempt", "judge", "mode_note"]
 
@@ -94,6 +100,7 @@ class Attempt:
     outside: list[str] = field(default_factory=list)  # what it changed by name, in words
     contained: Kept | None = None  # to put that back, once judged
     layout: Layout | None = None  # the model's attributes, buffers... before the call
+    grads: GradChanges | None = None  # what the call did to the gradients the model had
 
     @property
     def last(self) -> list[str]:
@@ -106,11 +113,12 @@ class Attempt:
 
 
 def attempt(fn: Callable[..., object], network: Network, label: str) -> Attempt:
-    model = network.build()
+    model = with_gradients(network.build())  # as in the middle of training
     notebook = NotebookModels(fn, [model])
     run = Attempt(network, label, model, ModelRecord(model), notebook)
     run.layout = Layout(model)
     run.outcome, run.outside, run.contained = contained_call(fn, model)
+    run.grads = grad_changes(run.record, model)  # before a check's backward pass changes them
     return run
 
 
@@ -141,16 +149,8 @@ def _layers_kept(run: Attempt) -> CheckResult | None:
 
 
 def _grads_untouched(run: Attempt) -> CheckResult | None:
-    changed = run.record.grads_changed(run.model)
-    if not changed:
-        return None
-    return run.fail(
-        f"it set the `.grad` of {listed(changed)}: freezing decides which parameters get a "
-        "gradient, and writes none itself.",
-        "A frozen parameter's `.grad` stays `None`: an optimizer skips it then, while a "
-        "zero `.grad` still lets momentum and weight decay move it. Only switch "
-        "`requires_grad` off.",
-    )
+    assert run.grads is not None
+    return freezing_grads_kept(run, run.grads, run.last)
 
 
 def _earlier_frozen(run: Attempt) -> CheckResult | None:
@@ -200,6 +200,7 @@ def _last_learning(run: Attempt) -> CheckResult | None:
 
 
 def _backward(model: nn.Module) -> None:
+    model.zero_grad()  # the training loop's next step: the gradients of the last one go
     with torch.enable_grad():
         model(torch.randn(3, 4, dtype=next(model.parameters()).dtype)).sum().backward()
 

@@ -1,7 +1,10 @@
 """``check_dominant_op`` as named checks: why an answer is not backward's dominant operator.
 
-:class:`Backward` reads the profile once: each row's self and total CPU time under the
-``backward`` region, summed over its calls, and the rows of the whole report. The answer
+:class:`Backward` reads the profiles once: each row's self and total CPU time under the
+``backward`` region, summed over its calls, and the rows of the whole reports. Given several
+profiles of the same computation, each row's time is its fastest over them, as the notebook's
+table shows it: on a busy machine one profile can credit any row with milliseconds it spent
+waiting for a core, and another program can only add time (``_profiler_margin``). The answer
 passes when it names an operator within :data:`NEAR_TIE` of the largest self time. Else the
 checks of :data:`WHY_NOT`, one small function per kind of wrong answer, run in order, and
 the first that recognises the answer explains it.
@@ -11,15 +14,15 @@ from __future__ import annotations
 
 import difflib
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from autograd_helpers.checks._profiler_events import descendants
+from autograd_helpers.checks._profiler_margin import NEAR_TIE, fastest
 from autograd_helpers.profiling import ProfileReport
 
 __all__ = ["NEAR_TIE", "WHY_NOT", "Backward"]
 
-NEAR_TIE = 0.8  # an operator within 80% of the largest self time is accepted too
 _NODE_SUFFIXES = ("Backward0", "Backward1", "AccumulateGrad")
 
 
@@ -29,19 +32,17 @@ class Backward:
 
     self_times: dict[str, float]
     total_times: dict[str, float]
-    rows: frozenset[str]  # every row of the report, forward's included
+    rows: frozenset[str]  # every row of the reports, forward's included
+    profiles: int = 1  # how many profiles each time is the fastest of
 
     @classmethod
-    def read(cls, report: ProfileReport) -> Backward:
-        self_times: dict[str, float] = defaultdict(float)
-        total_times: dict[str, float] = defaultdict(float)
-        for event in report.profiler.events():
-            if event.name == "backward" and event.cpu_parent is None:
-                for child in descendants(event):
-                    self_times[str(child.name)] += float(child.self_cpu_time_total)
-                    total_times[str(child.name)] += float(child.cpu_time_total)
-        rows = frozenset(str(row["name"]) for row in report.rows)
-        return cls(dict(self_times), dict(total_times), rows)
+    def read(cls, reports: Sequence[ProfileReport]) -> Backward:
+        """Each row's fastest time over ``reports`` (profiles of one computation)."""
+        runs = [_backward_times(report) for report in reports]
+        self_times = fastest(own for own, _ in runs)
+        total_times = fastest(total for _, total in runs)
+        rows = frozenset(str(row["name"]) for report in reports for row in report.rows)
+        return cls(self_times, total_times, rows, len(reports))
 
     @property
     def operators(self) -> dict[str, float]:
@@ -62,6 +63,18 @@ class Backward:
             if candidate.casefold() in known:
                 return known[candidate.casefold()]
         return name
+
+
+def _backward_times(report: ProfileReport) -> tuple[dict[str, float], dict[str, float]]:
+    """Self and total CPU time (µs) of each row under the report's ``backward`` region."""
+    self_times: dict[str, float] = defaultdict(float)
+    total_times: dict[str, float] = defaultdict(float)
+    for event in report.profiler.events():
+        if event.name == "backward" and event.cpu_parent is None:
+            for child in descendants(event):
+                self_times[str(child.name)] += float(child.self_cpu_time_total)
+                total_times[str(child.name)] += float(child.cpu_time_total)
+    return dict(self_times), dict(total_times)
 
 
 WhyNot = Callable[[str, Backward], str | None]

@@ -36,7 +36,7 @@ from autograd_helpers.profiling import cpu_profile
 __all__ = ["CHECKS", "LABELS", "STEPS", "StepProfile", "profile_steps"]
 
 LABELS = ("data", "forward", "backward", "update")
-STEPS = 3  # profiled calls of the learner's step: a label must appear once per call
+STEPS = 5  # profiled calls of the learner's step: a label must appear once per call
 # A model's forward is a handful of operators; a per-sample loop inside "forward" is thousands.
 FORWARD_OPS_FACTOR = 10
 OUTSIDE_SHARE = 0.2  # of the step's operators, outside every region: more is work unlabelled

@@ -28,6 +28,7 @@ from autograd_helpers.checks._feedback import (
 )
 from autograd_helpers.checks._modes_cases import CASES
 from autograd_helpers.checks._modes_contain import one_optimizer_scan
+from autograd_helpers.checks._modes_grads import freezing_note
 from autograd_helpers.checks._modes_predictions import (
     EXERCISE_QUESTIONS,
     answers_of,
@@ -78,12 +79,13 @@ def check_evaluate(fn: object, *, name: str | None = None) -> CheckResult:
     ``evaluate`` must return the mean over the loader's batches of
     ``F.mse_loss(model(x), y)`` in eval mode, record no graph, and leave everything as it
     found it: the model's mode (tried from train mode and from eval mode), its running
-    statistics, parameters (values, ``requires_grad``, ``.grad``) and hooks, the loader's
-    tensors, torch's global settings, and the notebook's own models. The cases are data
-    (``_modes_cases.CASES``): the chapter's model and one with instance norm and RReLU,
-    batches of uneven sizes (a mean over samples differs), a float64 model, and a loader
-    whose last batch makes the model raise: the error must reach the caller (a loop that
-    swallows it fails), and the mode must be back too (a ``try``/``finally``). Buffers or
+    statistics, parameters (values, ``requires_grad``, ``.grad``: every model comes with
+    gradients, as in the middle of training, which a ``zero_grad()`` would lose) and hooks,
+    the loader's tensors, torch's global settings, and the notebook's own models. The cases
+    are data (``_modes_cases.CASES``): the chapter's model and one with instance norm and
+    RReLU, batches of uneven sizes (a mean over samples differs), a float64 model, and a
+    loader whose last batch makes the model raise: the error must reach the caller (a loop
+    that swallows it fails), and the mode must be back too (a ``try``/``finally``). Buffers or
     attributes added to the model (private ones too), every notebook list, dict and
     optimizer, and a reseed of torch's generator count as changes. Evaluating a copy of the
     model passes, with a note. The global random state is left as it was.
@@ -145,8 +147,11 @@ def check_frozen(fn: object, *, name: str | None = None) -> CheckResult:
     parameters may require grad, a backward pass must fill their ``.grad`` and no other, and
     nothing else may change: the weights, the layers themselves (a buffer added too), torch's
     global settings (a reseed too), the notebook's own models and any optimizer's settings.
-    Switching frozen layers to eval mode as well passes, with a note. The global random state
-    is left as it was.
+    Every network comes with a ``.grad`` on each parameter, as in the middle of training: a
+    gradient set to zeros fails (momentum and weight decay still move a frozen layer that
+    keeps one), and so does clearing the last layer's. Clearing the frozen layers' gradients
+    passes, with a note, and so does switching them to eval mode as well. The global random
+    state is left as it was.
 
     Example::
 
@@ -161,7 +166,7 @@ def check_frozen(fn: object, *, name: str | None = None) -> CheckResult:
         return problem
     assert callable(fn)
     first, *others = freeze_checks.NETWORKS
-    notes: list[str] = []
+    notes: dict[int, str] = {}
     last: list[str] = []  # the chapter's model's last layer, for the message
     for network in freeze_checks.NETWORKS:
         run = freeze_checks.attempt(fn, network, label)
@@ -173,16 +178,16 @@ def check_frozen(fn: object, *, name: str | None = None) -> CheckResult:
             run.notebook.restore()
         if result is not None:
             return result
-        note = freeze_checks.mode_note(run)
-        if note is not None and not notes:
-            notes.append(note)
+        for kind, note in enumerate((freeze_checks.mode_note(run), freezing_note(run.grads))):
+            if note is not None:
+                notes.setdefault(kind, note)  # each kind once, as the first network shows it
         last = last or run.last
     return CheckResult(
         "passed",
         f"{label} passed: after backward only the last layer has a gradient ({listed(last)} "
         f"in {first.description}); also tried on {' and on '.join(n.description for n in others)}"
         "; the frozen layers record no gradient of their own.",
-        tuple(notes),
+        tuple(notes[kind] for kind in sorted(notes)),
     )
 
 

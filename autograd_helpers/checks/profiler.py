@@ -15,7 +15,7 @@ open, in a traced call) and ``_profiler_slowest`` (the region named as the slowe
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -41,7 +41,7 @@ from autograd_helpers.checks._profiler_memory import Memory, measure
 from autograd_helpers.checks._profiler_python import FilesWritten
 from autograd_helpers.checks._profiler_regions import CHECKS as REGION_CHECKS
 from autograd_helpers.checks._profiler_regions import LABELS, profile_steps
-from autograd_helpers.checks._profiler_slowest import slowest_verdict
+from autograd_helpers.checks._profiler_slowest import read_regions, slowest_verdict
 from autograd_helpers.checks._profiler_step import step_problem
 from autograd_helpers.checks._profiler_written import kept_by_name
 from autograd_helpers.checks.function import check_function
@@ -62,6 +62,7 @@ def check_regions(
     *,
     name: str | None = None,
     prepare: Callable[[Tensor], Tensor] | None = None,
+    read_from: torch.profiler.profile | None = None,
 ) -> CheckResult:
     """Check a training step labelled with ``record_function``, and the slowest region named.
 
@@ -76,8 +77,11 @@ def check_regions(
     each per call, none inside another, each holding its own work (any spelling of
     ``record_function``: imported under another name, as a decorator, entered by hand).
     ``slowest`` must be the label with the largest CPU time (total, children included), as
-    the checker measures it (the fastest of a few steps, on one thread, as the notebooks
-    run); two labels within 20% of each other are both accepted.
+    the checker measures it (each label's fastest of five steps, on one thread, as the
+    notebooks run: on a busy machine another program can only add time); two labels within
+    20% of each other are both accepted. Where the top label leads the answer by less than
+    three times, a busy machine's noise could swap them, and the profile the learner read
+    (``read_from``) decides; without it, the answer passes with a note.
 
     The notebook's model and optimizer are never handed to ``fn``; if it reaches them by
     name, they are put back (parameters, buffers, gradients, optimizer state, random state).
@@ -91,6 +95,9 @@ def check_regions(
         name: how to call ``fn`` in the feedback (default: its ``__name__``).
         prepare: the specified preparation of the batch (default: each sample to mean 0
             and standard deviation 1, as the notebook's ``normalise_each``).
+        read_from: the profile of ``fn`` whose table the learner read ``slowest`` from
+            (a finished ``torch.profiler.profile``, each label's fastest step counting);
+            ``None`` (a stub's table cell) when there is none.
 
     Example::
 
@@ -114,6 +121,11 @@ def check_regions(
     require_step_arguments(model, optimizer, samples)
     if prepare is not None:
         require_callable("check_regions", "prepare", prepare)
+    if read_from is not None and not isinstance(read_from, torch.profiler.profile):
+        raise TypeError(
+            "check_regions(): read_from must be the torch.profiler.profile the table was read "
+            f"from, or None, got {type(read_from).__name__}"
+        )
     if (problem := callable_verdict(label, fn)) is not None:
         return problem
     assert callable(fn)
@@ -135,7 +147,8 @@ def check_regions(
         return from_learner_error(label, "the step (profiled)", profile)
     if (found := first_found(REGION_CHECKS, profile)) is not None:
         return failed(label, *found)
-    return slowest_verdict(label, slowest, profile)
+    read = None if read_from is None else read_regions(read_from)
+    return slowest_verdict(label, slowest, profile, read)
 
 
 def check_saved_bytes(
@@ -291,42 +304,46 @@ def _kept_outside_ctx(fn: object, inputs: tuple[Tensor, ...], label: str) -> Che
 
 
 def check_dominant_op(
-    answer: object, report: ProfileReport, *, name: str = "dominant"
+    answer: object,
+    report: ProfileReport | Sequence[ProfileReport],
+    *,
+    name: str = "dominant",
 ) -> CheckResult:
     """Check the name of the operator with the most self CPU time in ``report``'s backward.
 
-    The answer is judged against the very profile the learner read: the operator (an
+    The answer is judged against the very profiles the learner read: the operator (an
     ``aten::`` row) under the ``backward`` region with the largest self time, summed over its
-    calls; an operator within 20% of it is accepted too. Every spelling of the name passes
-    (the ``aten::`` prefix left out, spaces, another capitalisation, the Python spelling
-    ``torch.ops.aten.fill_``, the row or event itself). A backward node's name, a label, an
-    operator whose *total* is large but whose own work is small, one that only runs in
-    forward, a row that is no operator, several names, or a typo get an explanation.
+    calls; an operator within 20% of it is accepted too. Given several profiles of the same
+    computation (a list of reports), each operator's time is its fastest over them, as the
+    notebook's table shows it: on a busy machine one profile can credit any operator with
+    milliseconds it spent waiting for a core, and another program can only add time. Every
+    spelling of the name passes (the ``aten::`` prefix left out, spaces, another
+    capitalisation, the Python spelling ``torch.ops.aten.fill_``, the row or event itself).
+    A backward node's name, a label, an operator whose *total* is large but whose own work
+    is small, one that only runs in forward, a row that is no operator, several names, or a
+    typo get an explanation.
 
     Args:
         answer: the learner's answer, an operator name such as ``"aten::mm"``; ``...`` is
             a stub.
         report: the :func:`~autograd_helpers.profiling.profile_ops` report that was read
-            (made with ``backward=True``).
+            (made with ``backward=True``), or a list of such reports of one computation.
         name: how to call the answer in the feedback.
 
     Example::
 
         >>> from autograd_helpers.profiling import profile_ops
         >>> layer = torch.nn.Linear(300, 300)
-        >>> report = profile_ops(layer, torch.randn(200, 300))
-        >>> check_dominant_op("aten::mm", report).passed  # Linear's backward: two products
+        >>> reports = [profile_ops(layer, torch.randn(200, 300)) for _ in range(3)]
+        >>> check_dominant_op("aten::mm", reports).passed  # Linear's backward: two products
         True
     """
-    me = "check_dominant_op"
-    if not isinstance(report, ProfileReport):
-        raise TypeError(
-            f"{me}(): report must be what ah.profiling.profile_ops returned, "
-            f"got {type(report).__name__}"
-        )
-    profile = Backward.read(report)
+    reports = _reports(report)
+    profile = Backward.read(reports)
     if not profile.operators:
-        raise ValueError(f"{me}(): report has no backward region: profile with backward=True")
+        raise ValueError(
+            "check_dominant_op(): report has no backward region: profile with backward=True"
+        )
     if (stub := stub_verdict(name, answer)) is not None:
         return stub
     read = read_name(answer)
@@ -338,10 +355,22 @@ def check_dominant_op(
     if profile.dominates(given):
         how = read[1] or ("" if given in (read[0], f"aten::{read[0]}") else "its spelling")
         note = (f"(Read as `{given}`, from {how}.)",) if how else ()
+        runs = f", the fastest of {len(reports)} profiles" if len(reports) > 1 else ""
         return CheckResult(
             "passed",
-            f"{name} passed: `{given}` does the most work in backward (self CPU time).",
+            f"{name} passed: `{given}` does the most work in backward (self CPU time{runs}).",
             note,
         )
     why = next(reason for check in WHY_NOT if (reason := check(given, profile)) is not None)
     return failed(name, why)
+
+
+def _reports(report: object) -> list[ProfileReport]:
+    """``report`` as a non-empty list of reports; a ``TypeError`` naming it otherwise."""
+    reports = list(report) if isinstance(report, list | tuple) else [report]
+    if reports and all(isinstance(r, ProfileReport) for r in reports):
+        return [r for r in reports if isinstance(r, ProfileReport)]
+    raise TypeError(
+        "check_dominant_op(): report must be what ah.profiling.profile_ops returned, or a "
+        f"list of such reports, got {type(report).__name__}" + (" (empty)" if not reports else "")
+    )

@@ -620,4 +620,25 @@ return sum(losses) / len(losses)
         + "    _history.append(result)\n    return result\n",
         "the default list `_history` of evaluate_model",
     ),
+    # --- issue 25: the model comes with gradients, as in the middle of training ----------
+    wrong(
+        "side effect",
+        "clears the gradients with model.zero_grad() before evaluating",
+        evaluate("model.zero_grad()\n" + RESTORED.format(result=MEAN)),
+        "it cleared the `.grad` of 0.weight, 0.bias",
+    ),
+    wrong(
+        "side effect",
+        "zeroes every gradient in place after evaluating",
+        evaluate(
+            RESTORED.format(result=MEAN).strip().replace("return ", "result = ")
+            + """
+for parameter in model.parameters():
+    if parameter.grad is not None:
+        parameter.grad.zero_()
+return result
+"""
+        ),
+        "it zeroed the `.grad` of",
+    ),
 )

@@ -338,4 +338,51 @@ for thing in gc.get_objects():
         ),
         "settings (momentum of param group 0)",
     ),
+    # --- issue 25: the model comes with gradients, as in the middle of training ----------
+    wrong(
+        "symptom fix",
+        "freezes, then keeps zeros with zero_grad(set_to_none=False)",
+        freeze(
+            """
+model[:-1].requires_grad_(False)
+model.zero_grad(set_to_none=False)
+"""
+        ),
+        "to zeros: a zero gradient kept on a frozen layer still moves it",
+    ),
+    wrong(
+        "symptom fix",
+        "zeroes each frozen parameter's gradient in place",
+        freeze(
+            """
+for parameter in model[:-1].parameters():
+    parameter.requires_grad_(False)
+    if parameter.grad is not None:
+        parameter.grad.zero_()
+"""
+        ),
+        "it set the `.grad` of 0.weight, 0.bias, 1.weight, 1.bias to zeros",
+    ),
+    wrong(
+        "side effect",
+        "clears every gradient, the last layer's too, with model.zero_grad()",
+        freeze(
+            """
+model.zero_grad()
+model[:-1].requires_grad_(False)
+"""
+        ),
+        "it cleared the `.grad` of the last layer (4.weight, 4.bias)",
+    ),
+    right(
+        "freezes and clears the frozen layers' gradients (passes with a note)",
+        freeze(
+            """
+for parameter in model[:-1].parameters():
+    parameter.requires_grad_(False)
+    parameter.grad = None
+"""
+        ),
+        "Note: it also cleared the `.grad` of the frozen 0.weight, 0.bias, 1.weight, 1.bias",
+    ),
 )

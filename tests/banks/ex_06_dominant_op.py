@@ -88,21 +88,41 @@ BANK = bank(
     right("without the aten:: prefix", answer('"fill_"')),
     right("with spaces around it", answer('"  aten::fill_\\n"')),
     right(
-        "read off the report's rows",
-        answer('next(r["name"] for r in bag_report.rows if r["name"].startswith("aten::"))'),
+        "read off the notebook's backward table",
+        'rows = fastest_rows(bag_reports, "backward")\n'
+        "dominant = max((n for n in rows if n.startswith('aten::')), key=lambda n: rows[n][1])",
     ),
     right(
-        "the largest self time in the backward region, computed",
-        answer(
-            "max(\n"
-            "    (e for e in bag_report.profiler.key_averages() if e.key.startswith('aten::')),\n"
-            "    key=lambda e: e.self_cpu_time_total,\n"
-            ").key"
-        ),
+        "the largest self time, each operator's fastest of the five profiles, computed",
+        "fastest = {}\n"
+        "for report in bag_reports:\n"
+        "    for e in report.profiler.key_averages():\n"
+        "        if e.key.startswith('aten::'):\n"
+        "            fastest[e.key] = min(fastest.get(e.key, 1e30), e.self_cpu_time_total)\n"
+        "dominant = max(fastest, key=fastest.get)",
     ),
     right("the Python spelling of the operator", answer('"torch.ops.aten.fill_"')),
-    right("the row itself", answer("bag_report.rows[0]")),
+    right("the row itself", answer('bag_reports[0].row("aten::fill_")')),
     right("with an overload's name", answer('"aten::fill_.Scalar"')),
     right("the overload object", answer("torch.ops.aten.fill_.Scalar")),
     right("the default overload, without the prefix", answer('"fill_.default"')),
+    # --- issue 25: no right answer may fail because the machine was busy (each operator is
+    # read as its fastest of the five profiles, which a busy machine does not disturb)
+    right("the course's answer, on a machine at any load", answer('"aten::fill_"')),
+    right(
+        "its own five profiles of backward alone, each operator's fastest",
+        "best = {}\n"
+        "for _ in range(5):\n"
+        "    words.zero_grad()  # a .grad left from the last run would be added to (add_)\n"
+        "    scorer.zero_grad()\n"
+        "    loss = bag_loss(indices)\n"
+        "    with profile(activities=[ProfilerActivity.CPU]) as only_backward:\n"
+        "        loss.backward()\n"
+        "    for e in only_backward.key_averages():\n"
+        "        if e.key.startswith('aten::'):\n"
+        "            best[e.key] = min(best.get(e.key, 1e30), e.self_cpu_time_total)\n"
+        "words.zero_grad()\n"
+        "scorer.zero_grad()\n"
+        "dominant = max(best, key=best.get)",
+    ),
 )

@@ -1,6 +1,6 @@
 """``make bench``: measure how fast and lean the course is; write bench/results.{json,md}.
 
-Figures, not assertions: each target in :data:`tools.bench.results.TARGETS` is reported as
+Figures, not assertions: each target in :data:`tools.bench.targets.TARGETS` is reported as
 met or not, never tested.
 
 1. Notebooks: wall time of each, executed in a fresh kernel (start-up included), against
@@ -12,11 +12,16 @@ met or not, never tested.
    elements, with the bytes each saves for backward.
 4. Jacobian strategies: a row loop, ``vectorize=True``, ``torch.func.jacrev``, ``jacfwd``.
 5. The gradcheck explorer's redraw time after a slider change.
-6. ``make test``'s own duration (skip with ``--skip-tests``).
+6. Chapter 06's timing exercises: how far each right answer leads the runner-up with eight
+   busy processes on the machine (:mod:`~tools.bench.margins`), read as the checkers read
+   it (each row's fastest of several runs): at least 3×, so that no right answer fails
+   because the machine is busy.
+7. ``make test``'s own duration (skip with ``--skip-tests``).
 
 Every timing goes through :func:`autograd_helpers.profiling.compare` (candidates interleaved
 over rounds; medians with their spread), the course's one timing code path.
 
-Modules: :mod:`~tools.bench.results` (records and targets), :mod:`~tools.bench.measure`,
-:mod:`~tools.bench.report`; ``python -m tools.bench`` runs them.
+Modules: :mod:`~tools.bench.results` (records), :mod:`~tools.bench.targets` (the targets),
+:mod:`~tools.bench.measure`, :mod:`~tools.bench.margins`, :mod:`~tools.bench.report`;
+``python -m tools.bench`` runs them.
 """

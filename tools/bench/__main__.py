@@ -12,9 +12,10 @@ from pathlib import Path
 
 import torch
 
-from tools.bench import measure
+from tools.bench import margins, measure
 from tools.bench.report import to_markdown
-from tools.bench.results import MILLION, Machine, Results, judge
+from tools.bench.results import MILLION, Machine, Results
+from tools.bench.targets import judge
 from tools.bench.workshop import measure_workshop, workshop_unavailable
 from tools.course import REPO, reference_notebooks
 
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     results.widget_update_s = measure.measure_widget()
     print("Jacobians…", flush=True)
     results.jacobians = measure.measure_jacobians((16, 64, 256), seconds)
+    print("chapter 06's timing exercises, with 8 busy processes…", flush=True)
+    results.margins = margins.measure_margins(runs=2 if args.quick else 10, processes=8)
     if not args.skip_workshop:
         reason = workshop_unavailable()
         if reason is None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tools.bench.results import TARGETS, TRUSTED_SPREAD, FunctionRow, Results
+from tools.bench.results import TRUSTED_SPREAD, FunctionRow, Results
+from tools.bench.targets import TARGETS
 
 __all__ = ["to_markdown"]
 
@@ -76,6 +77,17 @@ FUNCTION_HEADER = (
 )
 
 
+MARGIN_HEADER = (
+    "exercise",
+    "right answer",
+    "smallest lead",
+    "median lead",
+    "smallest lead in the notebook's table",
+    "one profile under 3×",
+    "busy processes (load)",
+)
+
+
 def to_markdown(results: Results) -> str:
     """The whole report: machine, headline targets, then one table per measurement."""
     machine = results.machine
@@ -115,6 +127,20 @@ def to_markdown(results: Results) -> str:
             for r in results.jacobians
         ]
         lines += _table("Jacobian strategies (median)", ("method", "n", "time"), rows)
+    if results.margins:
+        rows = [
+            _row(
+                m.exercise,
+                f"`{m.right}`",
+                f"{m.smallest}×",
+                f"{m.median}×",
+                f"{m.table_smallest}×",
+                f"{m.one_profile_below} of {m.runs}",
+                f"{m.busy} ({m.load})",
+            )
+            for m in results.margins
+        ]
+        lines += _table("Chapter 06's timing exercises on a busy machine", MARGIN_HEADER, rows)
     if results.workshop is not None:
         w = results.workshop
         rows = [
