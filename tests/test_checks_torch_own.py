@@ -118,3 +118,20 @@ def test_a_write_by_library_code_is_not_the_learners():
         watch.release()
     assert type(module) is types.ModuleType
     assert set_by_learner(module, "__doc__")  # unwatched: the cautious answer
+
+
+def test_a_learners_rebinding_of_a_watched_function_is_still_put_back():
+    import torch
+
+    from autograd_helpers._common.runner import run_learner_code
+    from autograd_helpers.checks._global_calls import GlobalCalls
+
+    original = torch.manual_seed
+
+    def rebinds() -> None:
+        torch.manual_seed = lambda seed: None  # this file is the learner's code here
+
+    calls = GlobalCalls()
+    run_learner_code(calls.around(rebinds))
+    assert torch.manual_seed is original
+    assert type(torch) is types.ModuleType

@@ -8,14 +8,18 @@ torch may import a module of its own while the wrappers are in place (the first
 wrapped (``if torch.manual_seed is torch.random.manual_seed: torch.manual_seed =
 disable(torch.manual_seed)``). So one function under two names gets one wrapper (the test
 holds as without the checker), a name that torch rebound meanwhile keeps torch's binding
-when the wrappers are taken away, and a wrapper left inside it only passes calls on.
+when the wrappers are taken away (one the learner's code rebound does not: who wrote it is
+known from :mod:`._contain_writers`), and a wrapper left inside it only passes calls on.
 """
 
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Callable
 from typing import Any
+
+from autograd_helpers.checks._contain_writers import WritesWatched, set_by_learner, writes_watched
 
 __all__ = ["Patched"]
 
@@ -40,6 +44,7 @@ class Patched:
     def __init__(self) -> None:
         self._saved: list[tuple[Any, str, Any, Any]] = []  # owner, name, original, wrapper
         self._on = [True]  # the wrappers of this round note calls while it holds True
+        self._watches: list[WritesWatched] = []
 
     def wrap(self, owner: Any, name: str, note: Callable[..., object]) -> None:
         original = getattr(owner, name)
@@ -54,6 +59,8 @@ class Patched:
                 return original(*args, **kwargs)
 
             wrapper = noted
+        if isinstance(owner, types.ModuleType):
+            self._watches.append(writes_watched([owner]))
         self._saved.append((owner, name, original, wrapper))
         setattr(owner, name, wrapper)
 
@@ -61,6 +68,14 @@ class Patched:
         self._on[0] = False
         self._on = [True]
         for owner, name, original, wrapper in reversed(self._saved):
-            if getattr(owner, name, None) is wrapper:  # else torch rebound it: its doing
-                setattr(owner, name, original)
+            now = getattr(owner, name, None)
+            if now is wrapper or (now is not original and _rebound_by_learner(owner, name)):
+                setattr(owner, name, original)  # else torch rebound it: its doing, kept
         self._saved.clear()
+        for watch in self._watches:
+            watch.release()
+        self._watches.clear()
+
+
+def _rebound_by_learner(owner: Any, name: str) -> bool:
+    return not isinstance(owner, types.ModuleType) or set_by_learner(owner, name)
