@@ -8,6 +8,9 @@ large to nudge one element at a time.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch.autograd import Function
@@ -440,3 +443,276 @@ def test_none_accepted_because_the_gradient_is_zero_here_is_said_not_claimed_che
     assert "returned `None` for `y`, accepted because the gradient is zero" in result.message
     result = check_function(_ScaledRelu, x, -y, reference=lambda a, b: a * torch.relu(b))
     assert not result.passed  # where it is not zero, None fails
+
+
+# --- issue 25: kinks, inputs forward never reads, single-use backward, .grad, freed memory ---
+
+
+class _Relu(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * (x > 0).to(grad_output.dtype)
+
+
+class _ReluWrongSign(_Relu):
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return -grad_output * (x > 0).to(grad_output.dtype)
+
+
+class _ReluTwoAtZero(_Relu):
+    """2 at x = 0: outside the one-sided derivatives (0 and 1), so no convention."""
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * torch.where(x == 0, 2.0, (x > 0).to(x.dtype))
+
+
+class _TimmHardSigmoid(Function):
+    """timm's memory-efficient HardSigmoid: its gradient at ±3 is 1/6 (torch's is 0)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.nn.functional.relu6(x + 3.0) / 6.0
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * (((x >= -3.0) & (x <= 3.0)) / 6.0)
+
+
+class _TimmHardSwish(Function):
+    """timm's memory-efficient HardSwish: at 3 its gradient is 3/3 + 1/2 (torch's is 1)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.nn.functional.relu6(x + 3.0) / 6.0
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        m = torch.ones_like(x) * (x >= 3.0)
+        return grad_output * torch.where((x >= -3.0) & (x <= 3.0), x / 3.0 + 0.5, m)
+
+
+@pytest.mark.parametrize("reference", [None, torch.relu], ids=["alone", "with torch.relu"])
+def test_a_right_relu_passes_at_the_edges_where_finite_differences_straddle_its_kink(reference):
+    result = check_function(_Relu, torch.linspace(-2, 2, 6), reference=reference, probes="edges")
+    assert result.passed, result.message
+    if reference is None:  # the kink is named, and why finite differences were not believed
+        assert "Note: at `x` = 0" in result.message
+        assert "the function has a kink, where finite differences cannot judge" in result.message
+
+
+@pytest.mark.parametrize("fn", [torch.relu, torch.abs, torch.nn.functional.relu6])
+def test_builtins_with_kinks_pass_at_the_edges(fn):
+    for reference in (None, fn):
+        result = check_function(
+            fn, torch.linspace(-2, 2, 6), reference=reference, allow_callable=True, probes="edges"
+        )
+        assert result.passed, result.message
+
+
+@pytest.mark.parametrize(
+    ("function", "reference", "there"),
+    [
+        (_TimmHardSigmoid, torch.nn.functional.hardsigmoid, "0.1667, the reference 0"),
+        (_TimmHardSwish, torch.nn.functional.hardswish, "1.5, the reference 1."),
+    ],
+)
+def test_timms_convention_at_its_kinks_passes_and_is_named(function, reference, there):
+    result = check_function(function, torch.linspace(-2, 2, 6), reference=reference, probes="edges")
+    assert result.passed, result.message
+    assert "Note: at `x` = 3" in result.message and "kink" in result.message
+    assert f"there your gradient gives {there}" in result.message
+
+
+def test_a_wrong_gradient_away_from_the_kink_still_fails_as_off():
+    for reference in (None, torch.relu):
+        result = check_function(
+            _ReluWrongSign, torch.linspace(-2, 2, 6), reference=reference, probes="edges"
+        )
+        assert not result.passed
+        assert "the gradient for `x` is off" in result.message
+
+
+def test_a_gradient_at_a_kink_outside_its_one_sided_derivatives_fails_without_off():
+    result = check_function(_ReluTwoAtZero, torch.tensor([-1.0, 0.0, 1.0]))
+    assert not result.passed
+    assert "at `x` = 0 the function has a kink" in result.message
+    assert "not between its one-sided derivatives" in result.message
+    assert "is off" not in result.message
+
+
+class _AdditiveBlockFunction(Function):
+    """memcnn's `AdditiveBlockFunction(x, Fm, Gm, *weights)`: the weights are passed for
+    autograd's sake, forward reads them through the modules."""
+
+    @staticmethod
+    def forward(ctx, x, fm, gm, *weights):
+        ctx.fm, ctx.gm = fm, gm
+        ctx.save_for_backward(x)
+        with torch.no_grad():
+            x1, x2 = x.chunk(2, dim=1)
+            y1 = x1 + fm(x2)
+            return torch.cat([y1, x2 + gm(y1)], dim=1)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            x1, x2 = x.chunk(2, dim=1)
+            y1 = x1 + ctx.fm(x2)
+            y = torch.cat([y1, x2 + ctx.gm(y1)], dim=1)
+            params = [*ctx.fm.parameters(), *ctx.gm.parameters()]
+            grads = torch.autograd.grad(y, [x, *params], grad_output)
+        return (grads[0], None, None, *grads[1:])
+
+
+def test_weights_that_forward_reads_through_modules_are_named_not_called_off():
+    fm, gm = torch.nn.Linear(2, 2).double(), torch.nn.Linear(2, 2).double()
+    weights = [p.detach().clone() for p in [*fm.parameters(), *gm.parameters()]]
+    result = check_function(_AdditiveBlockFunction, _randn(3, 4), fm, gm, *weights)
+    assert not result.passed
+    assert "the output does not change when `input 3` changes" in result.message
+    assert "AdditiveBlockFunction(x, Fm, Gm, *weights)" in result.message
+    assert "is off" not in result.message
+
+
+class _SingleUse(Function):
+    """revtorch's pattern: backward takes the output off ctx (`del ctx.y`) to free it early."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = 2 * x + 1
+        ctx.y = y.detach()
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        y = ctx.y
+        del ctx.y
+        return grad_output * 2 + 0 * y
+
+
+def test_a_backward_that_deletes_what_it_needs_is_said_to_run_only_once():
+    result = check_function(_SingleUse, _randn(5), reference=lambda x: 2 * x + 1)
+    assert not result.passed
+    assert "backward can run only once on a graph: it deletes `ctx.y`" in result.message
+    assert "in place" not in result.message
+
+
+class _WritesParameterGrads(Function):
+    """revtorch's reversible block: backward runs `.backward()` on a graph it recomputes, so
+    the block's parameters get their `.grad` there, not from what backward returns."""
+
+    @staticmethod
+    def forward(ctx, x, block):
+        ctx.block = block
+        ctx.save_for_backward(x)
+        with torch.no_grad():
+            return x + block(x)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            (x + ctx.block(x)).backward(grad_output)
+        return x.grad, None
+
+
+def test_a_backward_that_writes_parameters_grad_is_said_and_grad_is_put_back():
+    block = torch.nn.Linear(3, 3).double()
+    block.weight.grad = torch.ones_like(block.weight)  # a model in the middle of training
+    kept = block.weight.grad.clone()
+    result = check_function(_WritesParameterGrads, _randn(2, 3), block, wrt=[0])
+    assert not result.passed
+    assert "backward writes `.grad` itself (of `block.weight`, `block.bias`)" in result.message
+    assert torch.equal(block.weight.grad, kept) and block.bias.grad is None
+
+
+class _WritesInputGrad(Function):
+    """A backward that sets its saved input's `.grad` (memcnn writes the input's)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        x.grad = grad_output * 3
+        return grad_output * 3
+
+
+def test_a_backward_that_writes_its_inputs_grad_is_said_and_the_callers_tensor_kept():
+    x = _randn(4).requires_grad_()
+    result = check_function(_WritesInputGrad, x)
+    assert not result.passed
+    assert "backward set `.grad` of its input `x`" in result.message
+    assert x.grad is None
+
+
+FREES_ITS_INPUT = """
+import torch
+from autograd_helpers.checks import check_function
+
+
+class Additive(torch.autograd.Function):
+    # memcnn's keep_input=False: forward frees its input, backward rebuilds it
+    @staticmethod
+    def forward(ctx, x):
+        y = x + 1
+        x.untyped_storage().resize_(0)
+        ctx.save_for_backward(y)
+        ctx.x = x
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (y,) = ctx.saved_tensors
+        ctx.x.untyped_storage().resize_(y.numel() * y.element_size())
+        ctx.x.copy_(y - 1)
+        return grad_output
+
+
+w = torch.linspace(-1, 1, 4)
+
+
+def frees_a_notebook_tensor(t):
+    w.untyped_storage().resize_(0)
+    return t * 2
+
+
+print(check_function(Additive, torch.linspace(-3, 3, 8)).title)
+print(check_function(frees_a_notebook_tensor, torch.ones(3), allow_callable=True).title)
+print(w.tolist() == torch.linspace(-1, 1, 4).tolist())
+"""
+
+
+def test_a_function_that_frees_its_inputs_memory_gets_a_verdict_not_a_crash():
+    # In a process of its own: a crash (a segfault, once) fails the test instead of pytest.
+    out = subprocess.run(
+        [sys.executable, "-c", FREES_ITS_INPUT], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    freed, by_name, values = out.stdout.strip().splitlines()[-3:]
+    assert freed == (
+        "Additive: forward freed the memory of its input `x` (`untyped_storage().resize_(0)`), "
+        "so that tensor holds no values and check_function cannot check this Function."
+    )
+    assert "changed the notebook's tensor `w`" in by_name
+    assert values == "True"  # the notebook's tensor has its memory and values back

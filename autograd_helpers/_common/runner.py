@@ -13,6 +13,7 @@ While learner code runs:
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import linecache
 import re
@@ -116,7 +117,11 @@ class Outcome:
     side_effects: tuple[str, ...] = ()
 
 
+@functools.lru_cache(maxsize=4096)
 def is_learner_file(filename: str) -> bool:
+    """Is ``filename`` the learner's (a notebook cell, a script), not the library's (torch,
+    Python's own, installed packages, ``autograd_helpers``)? Cached: profile functions and
+    the containment's attribute watch ask it for every frame they see."""
     if filename.startswith("<"):
         return not filename.startswith("<frozen")  # <string> (python -c), <stdin>: the learner's
     try:

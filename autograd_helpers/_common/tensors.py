@@ -16,9 +16,35 @@ import torch
 from torch import Tensor
 from torch.nn.parameter import is_lazy
 
-__all__ = ["PARTS", "TensorState", "copied", "put_back", "same_values"]
+__all__ = ["PARTS", "TensorState", "copied", "freed", "put_back", "same_values"]
 
 PARTS = ("values", "requires_grad", "grad", "hooks", "attributes")
+
+
+def _bytes_needed(t: Tensor) -> int:
+    extent = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True))
+    return int((t.storage_offset() + extent + 1) * t.element_size())
+
+
+def freed(t: Tensor) -> bool:
+    """Has ``t``'s memory been freed under it (``t.untyped_storage().resize_(0)``, as
+    memcnn does to save memory)? Reading such a tensor crashes the process.
+
+    Example::
+
+        >>> t = torch.ones(3)
+        >>> freed(t)
+        False
+        >>> _ = t.untyped_storage().resize_(0)
+        >>> freed(t)
+        True
+    """
+    if t.layout != torch.strided or t.is_meta or t.numel() == 0:
+        return False
+    try:
+        return t.untyped_storage().nbytes() < _bytes_needed(t)
+    except (RuntimeError, NotImplementedError, TypeError):  # no storage of its own to read
+        return False
 
 
 def same_values(a: Tensor, b: Tensor) -> bool:
@@ -34,15 +60,17 @@ def same_values(a: Tensor, b: Tensor) -> bool:
         >>> same_values(torch.ones(2), torch.ones(2, dtype=torch.float64))
         False
     """
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
+    if a.shape != b.shape or a.dtype != b.dtype or freed(a) or freed(b):
+        return False  # a freed tensor holds no values: never read, never the same
     a, b = (t if t.layout == torch.strided else t.to_dense() for t in (a.detach(), b.detach()))
     return bool((a.eq(b) | (a.isnan() & b.isnan())).all())
 
 
 def copied(tensor: Tensor | None) -> Tensor | None:
-    """A copy of ``tensor``'s values (``None`` for ``None``, and for a lazy parameter's)."""
-    return None if tensor is None or is_lazy(tensor) else tensor.detach().clone()
+    """A copy of ``tensor``'s values (``None`` for ``None``, a lazy parameter's, a freed one's)."""
+    if tensor is None or is_lazy(tensor) or freed(tensor):
+        return None
+    return tensor.detach().clone()
 
 
 def put_back(tensor: Tensor, values: Tensor) -> None:
@@ -54,6 +82,8 @@ def put_back(tensor: Tensor, values: Tensor) -> None:
         return
     kind = (tensor.shape, tensor.dtype, tensor.device, tensor.layout)
     with torch.inference_mode(tensor.is_inference()), torch.no_grad():
+        if freed(tensor):  # its memory given back: take it again before writing into it
+            tensor.untyped_storage().resize_(_bytes_needed(tensor))
         if kind != (values.shape, values.dtype, values.device, values.layout):
             tensor.data = values  # .double() or .to() through .data: dtype and device back too
         else:

@@ -24,6 +24,7 @@ from torch.optim import Optimizer
 
 from autograd_helpers._common.code import closure_items, named_globals
 from autograd_helpers.checks._contain_names import code_owners
+from autograd_helpers.checks._contain_writers import set_by_learner, writes_watched
 
 __all__ = ["Arrays", "LruCaches", "ModuleAttributes", "object_spaces", "reached_functions"]
 
@@ -184,8 +185,10 @@ class Arrays:
 
 
 class ModuleAttributes:
-    """Attributes of the modules ``owners`` name, set or added (``torch._last_x = x``,
-    ``torch.pi = 3``): to say, and to put back."""
+    """Attributes of the modules ``owners`` name, set, added or deleted by learner code
+    (``torch._last_x = x``, ``torch.pi = 3``): to say, and to put back. What the library
+    changes by itself (``torch._dynamo``, imported by the first ``torch.func`` call, rebinds
+    ``torch.manual_seed``) is neither said nor undone (:mod:`._contain_writers`)."""
 
     def __init__(self, owners: list[Any]) -> None:
         modules: dict[int, tuple[str, types.ModuleType]] = {}
@@ -194,16 +197,22 @@ class ModuleAttributes:
                 if isinstance(value, types.ModuleType):
                     modules.setdefault(id(value), (name, value))
         self.kept = [(name, module, dict(vars(module))) for name, module in modules.values()]
+        self.watch = writes_watched(module for _, module, _ in self.kept)
 
     def _set(self) -> list[tuple[str, types.ModuleType, str, Any]]:
         """``(name, module, attribute, old value or _MISSING)`` (a submodule imported is not)."""
-        return [
-            (name, module, attribute, before.get(attribute, _MISSING))
-            for name, module, before in self.kept
-            for attribute, value in list(vars(module).items())
-            if before.get(attribute, _MISSING) is not value
-            and not isinstance(value, types.ModuleType)
-        ]
+        found = []
+        for name, module, before in self.kept:
+            now = dict(vars(module))
+            for attribute in [*now, *(a for a in before if a not in now)]:
+                old, value = before.get(attribute, _MISSING), now.get(attribute, _MISSING)
+                if (
+                    old is not value
+                    and not isinstance(value, types.ModuleType)
+                    and set_by_learner(module, attribute)
+                ):
+                    found.append((name, module, attribute, old))
+        return found
 
     def changed(self) -> list[str]:
         """``"`torch._last_x`"`` for each attribute set."""
@@ -212,6 +221,7 @@ class ModuleAttributes:
     def restore(self) -> None:
         for _, module, attribute, old in self._set():
             if old is _MISSING:
-                delattr(module, attribute)
+                vars(module).pop(attribute, None)
             else:
-                setattr(module, attribute, old)
+                vars(module)[attribute] = old
+        self.watch.release()

@@ -26,6 +26,7 @@ from torch import Tensor
 from autograd_helpers._common.leaves import fresh_leaves, working_copies
 from autograd_helpers._common.runner import run_learner_code
 from autograd_helpers.checks._feedback import CheckResult
+from autograd_helpers.checks._function_precision import precision_note
 from autograd_helpers.checks._numeric import dense
 from autograd_helpers.checks._trial import Trial
 
@@ -71,6 +72,70 @@ def _close(a: Tensor | None, b: Tensor | None, scale: float = 1.0) -> bool:
     return bool((equal | (a64.isnan() & b64.isnan()) | (a64 == b64)).all())
 
 
+def _ctx_attributes(outputs: Sequence[Tensor]) -> dict[str, object]:
+    """What forward kept on ``ctx`` as attributes (the node of the first output)."""
+    node = next((o.grad_fn for o in outputs if o.grad_fn is not None), None)
+    attributes = getattr(node, "__dict__", None)
+    return dict(attributes) if isinstance(attributes, dict) else {}
+
+
+def _dropped(before: dict[str, object], after: dict[str, object]) -> str:
+    """``"deletes `ctx.y`"`` (or ``"sets `ctx.y` to None"``) for what backward let go of."""
+    for name, value in before.items():
+        if name not in after:
+            return f"deletes `ctx.{name}`"
+        if value is not None and after[name] is None:
+            return f"sets `ctx.{name}` to None"
+    return ""
+
+
+_TWICE = (
+    "Autograd may run backward again on the same graph (`retain_graph=True`, "
+    "`torch.autograd.grad` for a Hessian): changing a saved tensor in place "
+    "(`y.mul_(3)`, `x += 1`), on `ctx` or elsewhere, makes the next pass wrong. Compute "
+    "new tensors (`y * 3`)."
+)
+_ONCE = (
+    "Autograd may run backward again on the same graph (`retain_graph=True`, "
+    "`torch.autograd.grad` for a Hessian, this check's second pass). Freeing what "
+    "backward needs saves memory early (revtorch deletes `ctx.y`), but then the "
+    "Function supports one pass only: leave it on `ctx`, which autograd frees with "
+    "the graph, or raise an error that says so on a second pass."
+)
+_CHAIN = (
+    "The gradient is `grad_output` times the derivative (the chain rule): multiply by "
+    "`grad_output`, and add nothing that does not depend on it, clip nothing."
+)
+
+
+def _twice_verdict(
+    trial: Trial,
+    outputs: list[Tensor],
+    sources: list[Tensor],
+    first: Any,
+    on_ctx: dict[str, object],
+) -> CheckResult | None:
+    """Backward a second time on the graph whose first pass gave ``first``: the same."""
+    dropped = _dropped(on_ctx, _ctx_attributes(outputs))
+    second = run_learner_code(_grads, outputs, sources, trial.grad_outputs)
+    if second.error is not None:
+        title = (
+            f"backward can run only once on a graph: it {dropped}, which its second pass needs."
+            if dropped
+            else "backward raised an exception when it ran a second time on the same graph."
+        )
+        where = [second.error.where] if second.error.where else []
+        return trial.fail(title, second.error.describe(), *where, _ONCE if dropped else _TWICE)
+    for name, a, b in zip(trial.wrt_names, second.value, first, strict=True):
+        if not _close(a, b):
+            return trial.fail(
+                f"backward gives another gradient for `{name}` the second time it runs on "
+                "the same graph.",
+                _TWICE,
+            )
+    return None
+
+
 def linear_verdict(trial: Trial, call: Callable[..., Any]) -> CheckResult | None:
     """Backward twice on one graph, then with a zero and a doubled ``grad_output``."""
     ran = _run_forward(call, trial, trial.wrt)
@@ -81,35 +146,13 @@ def linear_verdict(trial: Trial, call: Callable[..., Any]) -> CheckResult | None
     vs = trial.grad_outputs
     if [o.shape for o in outputs] != [v.shape for v in vs]:
         return None
+    on_ctx = _ctx_attributes(outputs)
     first = run_learner_code(_grads, outputs, sources, vs)
     if first.error is not None:
         return None  # the first backward pass was judged already
-    second = run_learner_code(_grads, outputs, sources, vs)
-    twice = (
-        "Autograd may run backward again on the same graph (`retain_graph=True`, "
-        "`torch.autograd.grad` for a Hessian): changing a saved tensor in place "
-        "(`y.mul_(3)`, `x += 1`), on `ctx` or elsewhere, makes the next pass wrong. Compute "
-        "new tensors (`y * 3`)."
-    )
-    if second.error is not None:
-        return trial.fail(
-            "backward raised an exception when it ran a second time on the same graph.",
-            second.error.describe(),
-            *([second.error.where] if second.error.where else []),
-            twice,
-        )
-    names = trial.wrt_names
-    for name, a, b in zip(names, second.value, first.value, strict=True):
-        if not _close(a, b):
-            return trial.fail(
-                f"backward gives another gradient for `{name}` the second time it runs on "
-                "the same graph.",
-                twice,
-            )
-    chain = (
-        "The gradient is `grad_output` times the derivative (the chain rule): multiply by "
-        "`grad_output`, and add nothing that does not depend on it, clip nothing."
-    )
+    twice = _twice_verdict(trial, outputs, sources, first.value, on_ctx)
+    if twice is not None:
+        return twice
     for scale, what in SCALES:
         outcome = run_learner_code(_grads, outputs, sources, [scale * v for v in vs])
         if outcome.error is not None:
@@ -117,14 +160,14 @@ def linear_verdict(trial: Trial, call: Callable[..., Any]) -> CheckResult | None
                 f"backward raised an exception for {what} `grad_output`.",
                 outcome.error.describe(),
                 *([outcome.error.where] if outcome.error.where else []),
-                chain,
+                _CHAIN,
             )
-        for name, a, b in zip(names, outcome.value, first.value, strict=True):
+        for name, a, b in zip(trial.wrt_names, outcome.value, first.value, strict=True):
             if not _close(a, b, scale) and not (scale == 0 and a is None):
                 result = "not zero" if scale == 0 else f"not {what} gradient"
                 return trial.fail(
                     f"for {what} `grad_output`, backward's gradient for `{name}` is {result}.",
-                    chain,
+                    precision_note(trial, call, scale=scale) or _CHAIN,
                 )
     return None
 

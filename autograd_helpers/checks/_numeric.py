@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from autograd_helpers._common.tensors import freed
 from autograd_helpers._common.validate import require_option
 from autograd_helpers.finite_differences import central_columns, evaluate_copied
 
@@ -24,6 +25,7 @@ __all__ = [
     "dense",
     "finite_difference_vjp",
     "format_number",
+    "format_pair",
     "index_text",
     "projected_difference",
     "same_values",
@@ -35,6 +37,26 @@ def format_number(value: float) -> str:
     """Four significant digits, the same on every machine (``-0`` prints as ``0``)."""
     text = f"{value:.4g}"
     return "0" if text == "-0" else text
+
+
+def format_pair(value: float, other: float) -> tuple[str, str]:
+    """Both numbers with four significant digits, or with as many more as it takes for
+    two different numbers to read differently (``6.18750``, ``6.18752``; up to 17).
+
+    Example::
+
+        >>> format_pair(9.389123, 9.389132)
+        ('9.38912', '9.38913')
+        >>> format_pair(1.5, 0.5)
+        ('1.5', '0.5')
+    """
+    shown = format_number(value), format_number(other)
+    for digits in range(5, 18):
+        if shown[0] != shown[1] or value == other or value != value or other != other:
+            break
+        # as many digits on both sides (`#` keeps trailing zeros: 9.38950, not 9.3895)
+        shown = f"{value:#.{digits}g}".rstrip("."), f"{other:#.{digits}g}".rstrip(".")
+    return shown
 
 
 def index_text(flat_index: int, shape: torch.Size) -> str:
@@ -50,6 +72,8 @@ def index_text(flat_index: int, shape: torch.Size) -> str:
 
 def same_values(a: Tensor, b: Tensor) -> bool:
     """Exactly equal, NaN counting as equal to NaN (``torch.equal`` says NaN differs)."""
+    if freed(a) or freed(b):
+        return False  # a freed tensor holds no values: never read (it would crash)
     a, b = dense(a.detach()), dense(b.detach())
     return a.shape == b.shape and bool(((a == b) | (a.isnan() & b.isnan())).all())
 
@@ -89,9 +113,10 @@ class Mismatch:
         many = "" if self.count == 1 else f" ({self.count} of {self.numel} elements are off)"
         element = f"`{name}{self.index}`" if name else (self.index or "the value")
         head = "worst element " if self.numel > 1 else ""
+        got, expected = format_pair(self.got, self.expected)
         return (
-            f"{head}{element}: {got_label} {format_number(self.got)}, "
-            f"{expected_label} {format_number(self.expected)} (off by {off_by}){many}"
+            f"{head}{element}: {got_label} {got}, {expected_label} {expected} "
+            f"(off by {off_by}){many}"
         )
 
 

@@ -5,14 +5,16 @@ Each step extends the shared :class:`~autograd_helpers.checks._trial.Trial` and 
 when the next step may run. The reference (the notebook's trusted answer) runs before any
 learner code: when *it* fails, the check is set up wrong, and that is said plainly.
 After each step, what the learner's code changed that outlives the call, or called that it
-should not, is judged (:mod:`._function_conduct`); after the values, backward is run again
-(:mod:`._function_replays`): twice, with other ``grad_output``s, with each input alone.
+should not, is judged (:mod:`._function_conduct`), and ``.grad`` it wrote itself
+(:mod:`._function_grads`); the values are step 3 (:mod:`._function_values`); after them,
+backward is run again (:mod:`._function_replays`): twice, with other ``grad_output``s, with
+each input alone. A forward that frees its input's memory gets a verdict before anything
+reads that input (reading it would crash the kernel).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -20,6 +22,7 @@ from torch import Tensor
 from torch.autograd import Function
 
 from autograd_helpers._common.runner import run_learner_code
+from autograd_helpers._common.tensors import freed
 from autograd_helpers.checks._contain import Contained
 from autograd_helpers.checks._feedback import (
     CheckResult,
@@ -36,9 +39,10 @@ from autograd_helpers.checks._function_conduct import (
     stage_verdict,
     tensors_on_ctx,
 )
+from autograd_helpers.checks._function_grads import GradsKept, grad_written_verdict
 from autograd_helpers.checks._function_replays import alone_verdict, linear_verdict
-from autograd_helpers.checks._numeric import dense, finite_difference_vjp, same_values
-from autograd_helpers.checks._projected import ELEMENTWISE_LIMIT, check_along_directions
+from autograd_helpers.checks._function_values import gradient_values
+from autograd_helpers.checks._numeric import dense, same_values
 from autograd_helpers.checks._reference import Reference
 from autograd_helpers.checks._submission import (
     diagnose,
@@ -49,7 +53,6 @@ from autograd_helpers.checks._trial import Options, Trial, random_grad_outputs
 from autograd_helpers.checks._verdicts import (
     Verdict,
     broadcast_notes,
-    compare_gradients,
     inspect_outputs,
     inspect_raw_gradients,
 )
@@ -72,7 +75,9 @@ def _forward(
     if outcome.side_effects:
         return trial.fail(*outlived("forward", outcome.side_effects))
     expected = None if reference is None else reference.outputs
-    result = _verdict(trial, inspect_outputs(outcome.value, trial, expected))
+    result = _freed_verdict(trial, outcome.value) or _verdict(
+        trial, inspect_outputs(outcome.value, trial, expected)
+    )
     if result is not None:
         return result
     trial.outputs = outcome.value if isinstance(outcome.value, tuple) else (outcome.value,)
@@ -85,6 +90,25 @@ def _forward(
         )
     trial.grad_outputs = random_grad_outputs(differentiable, [*trial.leaves, *trial.outputs])
     trial.after_forward = _values_now(trial)
+    return None
+
+
+def _freed_verdict(trial: Trial, value: object) -> CheckResult | None:
+    """An input (or output) whose memory forward freed: reading it would crash the kernel."""
+    returned = value if isinstance(value, tuple) else (value,)
+    names = [f"its input `{n}`" for n in trial.names]
+    outputs = [
+        "its output" if len(returned) == 1 else f"its output {k}" for k in range(len(returned))
+    ]
+    for what, t in zip([*names, *outputs], [*trial.args, *returned], strict=True):
+        if isinstance(t, Tensor) and freed(t):
+            return trial.fail(
+                f"forward freed the memory of {what} (`untyped_storage().resize_(0)`), so "
+                "that tensor holds no values and check_function cannot check this Function.",
+                "memcnn does this to save memory (`keep_input=False`) and rebuilds the input "
+                "in backward; the caller's tensor is unreadable meanwhile. Check the Function "
+                "with its inputs kept (memcnn: `keep_input=True`).",
+            )
     return None
 
 
@@ -143,139 +167,6 @@ def _backward(trial: Trial, recorded: list[tuple[object, bool]]) -> CheckResult 
     return None
 
 
-def _values(
-    trial: Trial,
-    plain_call: Callable[..., Any],
-    reference: Reference | None,
-    grad_reference: Reference | None,
-) -> tuple[CheckResult | None, list[str]]:
-    """3. the gradients match each source of truth: reference, finite differences."""
-    comparisons: list[tuple[str, list[Tensor], bool]] = []
-    if grad_reference is not None:
-        expected = grad_reference.gradients(trial.grad_outputs, trial.differentiable)
-        if expected is None:
-            raise TypeError(
-                "check_function(): grad_reference's outputs must require grad and have the "
-                "outputs' shapes"
-            )
-        comparisons.append(("the expected gradient", expected, False))
-    else:
-        expected = (
-            None
-            if reference is None
-            else reference.gradients(trial.grad_outputs, trial.differentiable)
-        )
-        if expected is not None:
-            comparisons.append(("the reference's gradient", expected, True))
-        plain_call = _outputs_at(plain_call, trial.differentiable)
-        if sum(t.numel() for t in trial.wrt_leaves) > ELEMENTWISE_LIMIT:
-            if (mismatch := _first_mismatch(trial, comparisons)) is not None:
-                return mismatch, []
-            problem = check_along_directions(trial, plain_call)
-            sources = [source for source, _, _ in comparisons]
-            return problem, [*sources, "finite differences along random directions"]
-        fd = run_learner_code(
-            finite_difference_vjp,
-            plain_call,
-            trial.leaves,
-            trial.grad_outputs,
-            trial.wrt,
-            eps=trial.options.eps,
-        )
-        if fd.error is not None:
-            return from_learner_error(trial.label, "forward (during finite differences)", fd), []
-        comparisons.append(("finite differences", fd.value, True))
-        mismatch = _first_mismatch(trial, comparisons)
-        if mismatch is None and expected is not None:
-            mismatch = _tight_mismatch(trial, expected, fd.value, plain_call)
-        return mismatch, [source for source, _, _ in comparisons]
-    mismatch = _first_mismatch(trial, comparisons) or _tight_expected(trial, expected)
-    return mismatch, [source for source, _, _ in comparisons]
-
-
-# Against a reference's float64 gradient a right answer is off by rounding alone: the
-# tolerances are tight (1e-12 absolute, 1e-7 relative: float64 keeps 16 digits), so a
-# formula off by 0.1% or only where the gradient is tiny (1e-10 added, at x = 1e-5) fails.
-# Where the reference's own rounding is worse (torch.sinc's gradient is 0 at 1e-8, not
-# -x/3), an answer is taken as right where finite differences side with it: closer to
-# them than the reference, by more than their own error, and within FD_AGREE of them.
-REFERENCE_ATOL, REFERENCE_RTOL, FD_AGREE = 1e-12, 1e-7, 1e-9
-
-
-def _first_mismatch(
-    trial: Trial, comparisons: Sequence[tuple[str, list[Tensor], bool]]
-) -> CheckResult | None:
-    """The gradients against each source of truth in turn: the first that differs."""
-    for source, expected_grads, derivative in comparisons:
-        verdict = compare_gradients(trial, expected_grads, source, derivative=derivative)
-        if verdict is not None:
-            return trial.fail(verdict.title, *verdict.details)
-    return None
-
-
-def _tight_mismatch(
-    trial: Trial,
-    reference: Sequence[Tensor],
-    differences: Sequence[Tensor],
-    plain_call: Callable[..., Any],
-) -> CheckResult | None:
-    """The gradients against the reference's, to :data:`REFERENCE_ATOL` (see there)."""
-    rtol = trial.options.rtol  # finite differences' own agreement
-    atol = min(trial.options.atol, REFERENCE_ATOL)
-    tight = min(rtol, REFERENCE_RTOL)
-    wider: Sequence[Tensor] | None = None  # finite differences with twice the step
-    expected = []
-    for k, (got, want, fd) in enumerate(zip(trial.grads, reference, differences, strict=True)):
-        if not isinstance(got, Tensor) or got.shape != want.shape:
-            expected.append(want)
-            continue
-        got = got.detach()
-        off = (got - want).abs() > atol + tight * want.abs()
-        if not bool(off.any()):
-            expected.append(want)
-            continue
-        if wider is None:
-            again = run_learner_code(
-                finite_difference_vjp,
-                plain_call,
-                trial.leaves,
-                trial.grad_outputs,
-                trial.wrt,
-                eps=2 * trial.options.eps,
-            )
-            wider = again.value if again.error is None else [fd * math.inf for fd in differences]
-        # Their error: truncation and rounding show in how much the two steps disagree.
-        error = (fd - wider[k]).abs().nan_to_num(math.inf)
-        sides = ((got - fd).abs() + error < (want - fd).abs()) & (
-            (got - fd).abs() <= FD_AGREE + rtol * fd.abs()
-        )
-        expected.append(torch.where(sides, got, want))
-    source = "the reference's gradient"
-    verdict = compare_gradients(trial, expected, source, derivative=True, atol=atol, rtol=tight)
-    return None if verdict is None else trial.fail(verdict.title, *verdict.details)
-
-
-def _tight_expected(trial: Trial, expected: Sequence[Tensor]) -> CheckResult | None:
-    """The gradients against ``grad_reference``'s, to float64's rounding (no finite
-    differences to side with an answer: the expected gradient is not the derivative)."""
-    atol = min(trial.options.atol, REFERENCE_ATOL)
-    rtol = min(trial.options.rtol, REFERENCE_RTOL)
-    source = "the expected gradient"
-    verdict = compare_gradients(trial, expected, source, derivative=False, atol=atol, rtol=rtol)
-    return None if verdict is None else trial.fail(verdict.title, *verdict.details)
-
-
-def _outputs_at(call: Callable[..., Any], positions: Sequence[int]) -> Callable[..., Any]:
-    """``call`` returning only its outputs at ``positions`` (the differentiable ones)."""
-
-    def selected(*args: Any) -> tuple[Any, ...]:
-        value = call(*args)
-        outputs = value if isinstance(value, tuple) else (value,)
-        return tuple(outputs[k] for k in positions)
-
-    return selected
-
-
 def _passed(trial: Trial, checked_against: list[str]) -> CheckResult:
     names = [f"`{n}`" for n in trial.wrt_names]
     what = "output matches the reference" if trial.options.reference else "forward runs"
@@ -307,11 +198,13 @@ def run_check(
     recorded: list[tuple[object, bool]] = []
     call, plain_call = entry_points(fn, recorded)
     contained = Contained(fn, words=WORDS, deep=True)  # what it reaches by name
+    grads = GradsKept(inputs, trial.names, [(label, m) for label, m, _ in contained.modules])
     try:
         with conduct() as forward:
             result = _forward(trial, call, reference)
         result = (
             result
+            or grad_written_verdict(trial, grads, "forward")
             or stage_verdict(trial, contained, forward, "forward")
             or deterministic_verdict(trial, plain_call)
         )
@@ -321,14 +214,16 @@ def run_check(
             result = _backward(trial, recorded)
         result = (
             result
+            or grad_written_verdict(trial, grads, "backward")
             or stage_verdict(trial, contained, backward, "backward")
             or grad_set_verdict(trial)
         )
         if result is not None:
             return result
-        result, checked_against = _values(trial, plain_call, reference, grad_reference)
+        result, checked_against = gradient_values(trial, plain_call, reference, grad_reference)
         result = result or linear_verdict(trial, plain_call) or alone_verdict(trial, plain_call)
     finally:
+        grads.restore()
         contained.restore()
     if result is not None:
         return result

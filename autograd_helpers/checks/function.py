@@ -15,8 +15,10 @@ from torch import Tensor
 
 from autograd_helpers._common.validate import require_bool, require_option
 from autograd_helpers.checks._feedback import CheckResult, failed, stub_verdict
+from autograd_helpers.checks._function_float32 import float32_verdict
+from autograd_helpers.checks._function_inputs import checked_wrt, probe_inputs
 from autograd_helpers.checks._numeric import worst_mismatch
-from autograd_helpers.checks._probes import edge_probes, float32_verdict, probe_note
+from autograd_helpers.checks._probes import probe_note
 from autograd_helpers.checks._steps import run_check
 from autograd_helpers.checks._submission import forward_parameter_names
 from autograd_helpers.checks._trial import Options
@@ -27,50 +29,6 @@ __all__ = ["check_function", "check_tensor"]
 def _name_of(fn: object) -> str:
     name = getattr(fn, "__name__", None)
     return name if isinstance(name, str) else type(fn).__name__
-
-
-def _checked_wrt(inputs: tuple[object, ...], wrt: Sequence[int] | None) -> tuple[int, ...]:
-    me = "check_function"
-    if not inputs:
-        raise ValueError(f"{me}(): give at least one example input")
-    for i, x in enumerate(inputs):
-        if isinstance(x, Tensor) and x.is_complex():
-            raise ValueError(f"{me}(): input {i} is complex; only real inputs are checked")
-        if isinstance(x, Tensor) and x.is_meta:
-            raise ValueError(f"{me}(): input {i} is a meta tensor, which has no values to check")
-    floating = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.is_floating_point()]
-    # A sparse (or other non-strided) input is passed as it is, a constant: finite
-    # differences nudge one stored element at a time, which only a dense tensor has.
-    dense = [i for i in floating if getattr(inputs[i], "layout", None) == torch.strided]
-    if wrt is None:
-        if not dense:
-            raise ValueError(f"{me}(): no floating-point tensor among the inputs (dense ones)")
-        chosen = dense
-    else:
-        if isinstance(wrt, str | bytes) or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in wrt
-        ):
-            raise TypeError(f"{me}(): wrt must be a sequence of input indices, got {wrt!r}")
-        bad = [i for i in wrt if i not in floating]
-        if bad:
-            raise ValueError(f"{me}(): wrt {bad} are not floating-point tensor inputs")
-        for i in wrt:
-            x = inputs[i]
-            if i not in dense and isinstance(x, Tensor):
-                raise ValueError(
-                    f"{me}(): wrt includes input {i}, a {x.layout} tensor, whose gradient "
-                    "cannot be checked element by element: check the dense inputs' "
-                    "gradients (leave it out of wrt), or pass `.to_dense()` of it"
-                )
-        chosen = list(wrt)
-    for i in chosen:
-        x = inputs[i]
-        if isinstance(x, Tensor) and x.numel() == 0:
-            raise ValueError(
-                f"{me}(): input {i} has no elements, so no gradient would be compared; "
-                "give an example input with at least one element"
-            )
-    return tuple(chosen)
 
 
 def check_function(
@@ -197,7 +155,7 @@ def check_function(
         name = "your answer" if fn is Ellipsis or fn is None else _name_of(fn)
     options = Options(
         label=name,
-        wrt=_checked_wrt(inputs, wrt),
+        wrt=checked_wrt(inputs, wrt),
         reference=reference,
         grad_reference=grad_reference,
         atol=float(atol),
@@ -211,25 +169,26 @@ def check_function(
             f'{me}(): probes="edges" tries edge values for a function of one tensor, and this '
             f"one takes {len(inputs)} inputs: pass probes=[...] with input tuples of your own"
         )
-    probe_inputs = _probe_inputs(probes)
-    runs = [(inputs, False), *((more, False) for more in also), *((p, True) for p in probe_inputs)]
+    probed = probe_inputs(probes)
+    runs = [(inputs, False), *((more, False) for more in also), *((p, True) for p in probed)]
     result = CheckResult("passed", "")
+    notes: list[str] = []  # a note one run gives (a kink at a probe) holds for the whole check
     for run_inputs, is_probe in runs:
-        run_options = dataclasses.replace(options, wrt=_checked_wrt(run_inputs, wrt))
+        run_options = dataclasses.replace(options, wrt=checked_wrt(run_inputs, wrt))
         result = run_check(fn, run_inputs, run_options, allow_callable=allow_callable)
+        notes += [d for d in result.details if d.startswith("Note:") and d not in notes]
         if not result.passed:
             if is_probe:
                 names = forward_parameter_names(fn, len(run_inputs))
-                example = None if probes == "edges" else inputs
-                note = probe_note(run_inputs, names, example)
+                note = probe_note(run_inputs, names, None if probes == "edges" else inputs)
                 result = dataclasses.replace(result, details=(*result.details, note))
             return result
-    if probe_inputs:
+    if probed:
         for run_inputs, _ in runs:
             problem = float32_verdict(
                 fn,
                 run_inputs,
-                _checked_wrt(run_inputs, wrt),
+                checked_wrt(run_inputs, wrt),
                 forward_parameter_names(fn, len(run_inputs)),
                 name,
                 reference,
@@ -237,32 +196,26 @@ def check_function(
             )
             if problem is not None:
                 return problem
-    if len(runs) > 1:
+    return _counted(result, notes, len(runs), len(probed), bool(also))
+
+
+def _counted(
+    result: CheckResult, notes: list[str], runs: int, probes: int, also: bool
+) -> CheckResult:
+    """The last run's verdict, saying how many inputs passed, with every run's notes."""
+    if runs > 1:
         count = (
-            f"on the example and {len(probe_inputs)} probes beyond it, in float64 and float32"
-            if probe_inputs and not also
-            else f"on {len(runs)} inputs, probes included, in float64 and float32"
-            if probe_inputs
-            else f"on {len(runs)} example inputs"
+            f"on the example and {probes} probes beyond it, in float64 and float32"
+            if probes and not also
+            else f"on {runs} inputs, probes included, in float64 and float32"
+            if probes
+            else f"on {runs} example inputs"
         )
         result = dataclasses.replace(
             result, title=result.title.replace(" passed:", f" passed {count}:", 1)
         )
-    return result
-
-
-def _probe_inputs(probes: object) -> list[tuple[object, ...]]:
-    if probes is None:
-        return []
-    if probes == "edges":
-        return list(edge_probes())
-    if isinstance(probes, str) or not isinstance(probes, list | tuple):
-        raise TypeError(
-            f'check_function(): probes must be "edges" or a list of input tuples, got {probes!r}'
-        )
-    if not all(isinstance(p, tuple) for p in probes):
-        raise TypeError("check_function(): probes must be a list of input tuples")
-    return list(probes)
+    others = [d for d in result.details if not d.startswith("Note:")]
+    return dataclasses.replace(result, details=(*notes, *others))
 
 
 def check_tensor(

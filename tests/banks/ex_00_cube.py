@@ -365,6 +365,32 @@ BANK = bank(
         "cache = []\npush = cache.append\n" + answer("push(x)\nreturn grad_output * 3 * x**2"),
         "the list behind `push`",
     ),
+    right(
+        "the derivative by torch.func.vmap(torch.func.grad(...)) (issue 25: torch's own import)",
+        answer(
+            "d = torch.func.vmap(torch.func.grad(lambda t: t**3))(x.reshape(-1))\n"
+            "return grad_output * d.reshape(x.shape)"
+        ),
+        "runs autograd itself",
+    ),
+    wrong(
+        "wrong type or shape",
+        "a float64 gradient, cast for a float32 input by autograd (issue 25)",
+        answer("return (grad_output * 3 * x**2).double()"),
+        "float64 gradient",
+    ),
+    wrong(
+        "wrong formula",
+        "off in the 7th digit: the digits that differ are printed (issue 25)",
+        answer("return grad_output * 3 * x**2 * (1 + 1e-6)"),
+        "yours 9.38950, the reference's gradient 9.38949",
+    ),
+    wrong(
+        "symptom fix",
+        "computed in float32 and cast back (issue 25)",
+        answer("return (grad_output.float() * 3 * x.float() ** 2).to(x.dtype)"),
+        "computes in float32",
+    ),
     wrong(
         "side effect",
         "reseeds NumPy through an imported seed",

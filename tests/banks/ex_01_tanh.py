@@ -217,6 +217,39 @@ BANK = bank(
         "is off",
     ),
     right(
+        "the derivative by torch.func.grad of tanh, vmapped (issue 25: torch's own import)",
+        tanh(
+            SAVE_X,
+            "(x,) = ctx.saved_tensors\n"
+            "d = torch.func.vmap(torch.func.grad(torch.tanh))(x.reshape(-1))\n"
+            "return grad_output * d.reshape(x.shape)",
+        ),
+        "runs autograd itself",
+    ),
+    wrong(
+        "wrong type or shape",
+        "a float64 gradient, cast for a float32 input by autograd (issue 25)",
+        tanh(
+            SAVE_Y, "(y,) = ctx.saved_tensors\nreturn grad_output.double() * (1 - y.double() ** 2)"
+        ),
+        "float64 gradient",
+    ),
+    wrong(
+        "wrong formula",
+        "off in the 7th digit: the digits that differ are printed (issue 25)",
+        tanh(SAVE_Y, "(y,) = ctx.saved_tensors\nreturn grad_output * (1 - y * y) * (1 + 1e-6)"),
+        "yours -0.3742749, the reference's gradient -0.3742745",
+    ),
+    wrong(
+        "symptom fix",
+        "1 - y² computed in float32: off by 5e-8 (issue 25)",
+        tanh(
+            SAVE_Y,
+            "(y,) = ctx.saved_tensors\ny = y.float()\nreturn grad_output * (1 - y * y).to(grad_output.dtype)",
+        ),
+        "computes in float32",
+    ),
+    right(
         "zero chosen where |y| reaches 1 (no note)",
         tanh(
             SAVE_Y,
