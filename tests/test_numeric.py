@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograd_helpers.checks._numeric import finite_difference_vjp, format_number, worst_mismatch
+from autograd_helpers.checks._numeric import (
+    finite_difference_vjp,
+    format_number,
+    located,
+    worst_mismatch,
+)
 
 
 def test_finite_differences_match_autograd_for_a_multi_input_multi_output_function():
@@ -84,3 +89,11 @@ def test_format_number(value, text):
 def test_finite_differences_refuse_what_cannot_be_stepped(inputs, eps, error, phrase):
     with pytest.raises(error, match=phrase):
         finite_difference_vjp(lambda x: x * 2, inputs, [torch.ones(3)], [0], eps=eps)
+
+
+def test_a_place_is_told_by_the_inputs_values_there_not_a_flat_index():
+    x = torch.tensor([[1.0, -2.0, 0.0], [3.0, 4.0, 5.0]])
+    assert located(2, x.shape, [("x", x)]) == "at `x` = 0 (element [0, 2])"
+    assert located(4, x.shape, [("x", x), ("w", torch.ones(3))]) == "at `x` = 4 (element [1, 1])"
+    assert located(1, torch.Size([3]), [("x", x)]) == "at element [1]"  # no input of that shape
+    assert located(0, torch.Size([]), []) == ""

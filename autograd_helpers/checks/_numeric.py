@@ -70,6 +70,30 @@ def index_text(flat_index: int, shape: torch.Size) -> str:
     return "[" + ", ".join(str(c) for c in reversed(coords)) + "]"
 
 
+def located(flat_index: int, shape: torch.Size, inputs: Sequence[tuple[str, object]]) -> str:
+    """Where element ``flat_index`` of a result of ``shape`` is, in the inputs' terms:
+    ``"at `x` = 0 (element [0])"``: each named input of the same shape gives its value there,
+    so a learner sees the point rather than a position in a list of probes.
+
+    Example::
+
+        >>> located(2, torch.Size([4]), [("x", torch.tensor([-1.0, 0.5, 0.0, 2.0]))])
+        'at `x` = 0 (element [2])'
+    """
+    element = index_text(flat_index, shape)
+    values = [
+        f"`{name}` = {format_number(float(value.detach().reshape(-1)[flat_index]))}"
+        for name, value in inputs
+        if isinstance(value, Tensor)
+        and value.shape == shape
+        and not value.is_complex()
+        and not freed(value)
+    ]
+    if not values:
+        return f"at element {element}" if element else ""
+    return f"at {', '.join(values)}" + (f" (element {element})" if element else "")
+
+
 def same_values(a: Tensor, b: Tensor) -> bool:
     """Exactly equal, NaN counting as equal to NaN (``torch.equal`` says NaN differs)."""
     if freed(a) or freed(b):

@@ -23,6 +23,7 @@ from autograd_helpers.checks._hints import (
 from autograd_helpers.checks._numeric import (
     format_number,
     index_text,
+    located,
     same_values,
     worst_mismatch,
 )
@@ -56,8 +57,8 @@ def _shape(t: Tensor) -> str:
     return str(tuple(t.shape))
 
 
-def _first_non_finite(t: Tensor, where: Tensor | None = None) -> tuple[str, str] | None:
-    """``("nan", "[2]")`` for the first NaN/inf element (only where ``where`` is True)."""
+def _first_non_finite(t: Tensor, where: Tensor | None = None) -> tuple[str, int] | None:
+    """``("nan", 2)``: the first NaN/inf element and its flat index (only where ``where``)."""
     bad = ~t.detach().isfinite()
     if where is not None:
         bad &= where
@@ -65,7 +66,7 @@ def _first_non_finite(t: Tensor, where: Tensor | None = None) -> tuple[str, str]
         return None
     flat = int(bad.reshape(-1).nonzero()[0, 0])
     value = float(t.detach().reshape(-1)[flat])
-    return ("nan" if value != value else "inf"), index_text(flat, t.shape)
+    return ("nan" if value != value else "inf"), flat
 
 
 def _kind(value: object) -> str:
@@ -133,14 +134,23 @@ def inspect_outputs(
     for k, out in enumerate(tensors):
         which = "the output" if len(tensors) == 1 else f"output {k}"
         want = expected[k] if expected is not None else None
-        verdict = _output_verdict(out, want, which, float_dtype)
+        verdict = _output_verdict(out, want, which, float_dtype, _named_inputs(trial))
         if verdict is not None:
             return verdict
     return _gradient_carriers(tensors, trial, expected)
 
 
+def _named_inputs(trial: Trial) -> list[tuple[str, object]]:
+    """The example inputs with forward's names for them, to say where a value went wrong."""
+    return list(zip(trial.names, trial.inputs, strict=False))
+
+
 def _output_verdict(
-    out: Tensor, want: Tensor | None, which: str, float_dtype: torch.dtype
+    out: Tensor,
+    want: Tensor | None,
+    which: str,
+    float_dtype: torch.dtype,
+    inputs: list[tuple[str, object]],
 ) -> Verdict | None:
     """One output's device, shape, dtype and values (an index or mask output included)."""
     if out.device.type != "cpu":
@@ -162,8 +172,8 @@ def _output_verdict(
         )
     bad = _first_non_finite(out, None if want is None else want.isfinite())
     if bad is not None:
-        at = f" (first at index {bad[1]})" if bad[1] else ""
-        return Verdict(f"{which} contains {bad[0]}{at}.")
+        where = located(bad[1], out.shape, inputs)
+        return Verdict(f"{which} contains {bad[0]}" + (f", first {where}." if where else "."))
     if want is not None:
         mismatch = worst_mismatch(out, want, atol=1e-7, rtol=1e-5)
         if mismatch is not None:
@@ -333,16 +343,14 @@ def compare_gradients(
             )
         bad = _first_non_finite(grad, want.isfinite())
         if bad is not None:
+            element = index_text(bad[1], grad.shape)
             there = ""
             if value.shape == grad.shape and value.numel():
-                flat = int(
-                    (~grad.detach().isfinite() & want.isfinite()).reshape(-1).nonzero()[0, 0]
-                )
                 there = (
-                    f", where `{name}` = {format_number(float(value.detach().reshape(-1)[flat]))}"
+                    f", where `{name}` = {format_number(float(value.detach().reshape(-1)[bad[1]]))}"
                 )
             return Verdict(
-                f"the gradient for `{name}` contains {bad[0]} (first at `{name}{bad[1]}`{there}).",
+                f"the gradient for `{name}` contains {bad[0]} (first at `{name}{element}`{there}).",
                 ("Look for a division by zero or a 0 × ∞ in backward at that value.",),
             )
         tolerance = trial.options.atol if atol is None else atol

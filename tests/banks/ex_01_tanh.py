@@ -62,7 +62,7 @@ BANK = bank(
         "right only at the example",
         "tanh built from exp: nan where exp overflows (at -1000 even in float64)",
         tanh(FROM_EXP, "(x,) = ctx.saved_tensors\nreturn grad_output * (1 - torch.tanh(x) ** 2)"),
-        "the output contains nan",
+        "the output contains nan, first at `x` = -1000",  # the point, not a flat index
     ),
     wrong(
         "right only at the example",

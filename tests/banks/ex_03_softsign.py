@@ -81,6 +81,15 @@ BANK = bank(
     ),
     wrong(
         "right only at the example",
+        "y * x / x in forward: the output is NaN at 0, told at the point",
+        softsign(
+            "y = x / (1 + x.abs())\nctx.save_for_backward(x)\nreturn y * x / x",
+            from_x("grad_output / (1 + x.abs()) ** 2"),
+        ),
+        "the output contains nan, first at `x` = 0",
+    ),
+    wrong(
+        "right only at the example",
         "sqrt(x*x) for |x|: the second derivative is NaN at 0",
         softsign(SAVE_X, from_x("grad_output / (1 + (x * x).sqrt()) ** 2")),
         "second derivative",
