@@ -675,4 +675,216 @@ def _through_float32(where):
 def test_a_float64_hvp_with_float32_on_the_way_fails_naming_float32(where):
     result = check_hvp(_through_float32(where))
     assert result.status == "failed", result.message
-    assert "float32 cannot hold" in result.message and "rounded to float32" in result.message
+    # float64's tolerance (1e-7) finds it on the first probe whose H v the rounding moves
+    assert "rounded to float32" in result.message and "float32 (`v.float()`" in result.message
+
+
+# --- issue 25, learner audit of chapter 02 ----------------------------------------------------
+
+
+def _scaled_down(limit):
+    """H v by double backward, then clipped: each entry, or the norm, at most ``limit``."""
+
+    def clipped(f, x, v):
+        h = double_backward(f, x, v)
+        if limit == "norm":
+            return h * torch.clamp(30 / (h.norm() + 1e-12), max=1.0)
+        return h.clamp(-limit, limit)
+
+    return clipped
+
+
+@pytest.mark.parametrize("limit", [50, 1e6, "norm"])
+def test_a_clipped_hvp_fails_on_a_large_v_because_hv_is_linear_in_v(limit):
+    result = check_hvp(_scaled_down(limit))
+    assert result.status == "failed", result.message
+    assert "H v is linear in v" in result.message and "10^6 · v" in result.message
+
+
+def test_the_large_v_probe_bites_where_every_other_probe_is_small():
+    problems = hvp_table.problems()
+    (large,) = [p for p in problems if p.probes.startswith("a large v")]
+    others = max(float(p.expected.abs().max()) for p in problems if p is not large)
+    assert float(large.expected.abs().max()) > 1e6 > 100 * others
+
+
+@pytest.mark.parametrize(
+    ("factor", "passes"), [(1 + 1e-6, False), (1 - 5e-7, False), (1 + 1e-9, True)]
+)
+def test_a_float64_hvp_is_judged_at_float64s_precision(factor, passes):
+    result = check_hvp(lambda f, x, v: double_backward(f, x, v) * factor)
+    assert result.passed is passes, result.message
+
+
+def test_right_float64_answers_written_differently_pass_the_tight_tolerance():
+    def by_jvp(f, x, v):  # the double-backward trick: other last bits than the reference
+        def gradient(t):
+            return torch.autograd.grad(f(t), t, create_graph=True)[0]
+
+        return torch.autograd.functional.jvp(gradient, x.detach(), v)[1]
+
+    def by_inner(f, x, v):
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        return torch.autograd.grad(torch.inner(g.reshape(-1), v.reshape(-1)), x)[0]
+
+    def columns(f, x):  # the Jacobian from forward mode, one column per input
+        flat = x.detach().reshape(-1)
+        units = torch.eye(flat.numel(), dtype=x.dtype)
+        cols = [torch.func.jvp(f, (x.detach(),), (u.reshape(x.shape),))[1] for u in units]
+        return torch.stack(cols, dim=-1).reshape(f(x).shape + x.shape)
+
+    for fn in (by_jvp, by_inner, lambda f, x, v: torch.func.jvp(torch.func.grad(f), (x,), (v,))[1]):
+        assert check_hvp(fn).passed, check_hvp(fn).message
+    assert check_jacobian_loop(columns).passed, check_jacobian_loop(columns).message
+
+
+def _nan_patched(how):
+    def hvp(f, x, v):
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        h = torch.autograd.grad((g * (v / v.norm())).sum(), x)[0] * v.norm()
+        if how == "nan_to_num":
+            return torch.nan_to_num(h)
+        if how == "method":
+            return h.nan_to_num_()
+        return torch.where(torch.isnan(h), torch.zeros_like(h), h)
+
+    return hvp
+
+
+@pytest.mark.parametrize(
+    ("how", "phrase"),
+    [
+        ("nan_to_num", "calls `nan_to_num`"),
+        ("method", "calls `nan_to_num`"),
+        ("where", "replaces NaN (`isnan`)"),
+    ],
+)
+def test_a_nan_patched_hvp_passes_with_a_note_that_says_so(how, phrase):
+    result = check_hvp(_nan_patched(how))
+    assert result.passed, result.message
+    assert phrase in result.message and "v / v.norm()" not in result.title
+
+
+def test_a_nan_note_is_only_for_the_learners_own_call():
+    assert "NaN" not in check_hvp(double_backward).message
+    assert "NaN" not in check_jacobian_loop(rows).message
+
+
+def test_indexing_a_0d_output_gets_a_hint_not_torchs_item_advice():
+    def unflattened(f, x):
+        x = x.detach().requires_grad_()
+        y = f(x)
+        grads = [torch.autograd.grad(y[i], x, retain_graph=True)[0] for i in range(y.numel())]
+        return torch.stack(grads).reshape(y.shape + x.shape)
+
+    def indexed(f, x, v):  # matrices flattened, a 0-d x forgotten
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        gs, vs = (g.reshape(-1), v.reshape(-1)) if x.dim() > 1 else (g, v)
+        dot = sum(gs[i] * vs[i] for i in range(x.numel()))
+        return torch.autograd.grad(dot, x)[0]
+
+    def entries_of_x(f, x):  # x flattened where it is a matrix, a 0-d x forgotten
+        x = x.detach().requires_grad_()
+        flat_x = x.reshape(-1) if x.dim() > 1 else x
+        y = f(x).reshape(-1)
+        rows = [torch.autograd.grad(y[i], x, retain_graph=True)[0] for i in range(len(y))]
+        assert all(flat_x[j] is not None for j in range(x.numel()))
+        return torch.stack(rows).reshape(f(x).shape + x.shape)
+
+    loop = check_jacobian_loop(unflattened)
+    assert "invalid index of a 0-dim tensor" in loop.message
+    assert "`y` is 0-d here" in loop.message and "`y.reshape(-1)`" in loop.message
+    assert "not `.item()`" not in loop.message and "`.item()`, would give a plain" in loop.message
+    of_x = check_jacobian_loop(entries_of_x)
+    assert "a 0-d input" in of_x.message and "`x` is 0-d here" in of_x.message, of_x.message
+    hvp = check_hvp(indexed)
+    assert "invalid index of a 0-dim tensor" in hvp.message, hvp.message
+    assert "`x` may be a matrix (or 0-d)" in hvp.message and "`.item()`" in hvp.message
+
+
+def test_an_index_out_of_bounds_in_hvp_gets_the_matrix_hint():
+    def vector_only(f, x, v):
+        x = x.detach().requires_grad_()
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        return torch.autograd.grad(sum(g[i] * v[i] for i in range(x.numel())), x)[0]
+
+    result = check_hvp(vector_only)
+    assert "out of bounds" in result.message and "`x` may be a matrix" in result.message
+
+
+def _shapes_cell(tag):
+    """The set-up cell of a shapes exercise, as a function: each call is a re-run of it."""
+    return {
+        f"x.T, x: (2, 3) [{tag}]": (lambda x: x.T, torch.randn(2, 3)),
+        f"(x * x).sum(1), x: (4, 2) [{tag}]": (lambda x: (x * x).sum(1), torch.randn(4, 2)),
+    }
+
+
+def test_a_problem_changed_then_set_up_again_is_judged_as_first_set_up():
+    from autograd_helpers.checks import set_up_jacobian_shapes
+
+    problems = _shapes_cell("mutated")
+    set_up_jacobian_shapes(problems)  # the notebook's cell
+    problems["x.T, x: (2, 3) [mutated]"] = (lambda x: x.sum(0), torch.randn(2, 3))
+    set_up = set_up_jacobian_shapes(problems)  # the learner's answer cell
+    result = check_jacobian_shapes([(3, 2, 3), (4, 4, 2)], problems, set_up=set_up)
+    assert result.status == "failed", result.message
+    assert "'x.T, x: (2, 3) [mutated]' was changed (another function)" in result.title
+    assert "1 of 2 shapes are off" in result.title
+    assert "you said (3, 2, 3); it is (3, 2, 2, 3)" in result.message
+
+
+def test_a_problem_replaced_in_a_new_dict_then_set_up_again_is_said():
+    from autograd_helpers.checks import set_up_jacobian_shapes
+
+    problems = _shapes_cell("rebuilt")
+    set_up_jacobian_shapes(problems)
+    key = "(x * x).sum(1), x: (4, 2) [rebuilt]"
+    problems = {**problems, key: (lambda x: x * x, torch.randn(4, 2))}
+    result = check_jacobian_shapes(
+        [(3, 2, 2, 3), (4, 2, 4, 2)], problems, set_up=set_up_jacobian_shapes(problems)
+    )
+    assert result.status == "failed" and f"{key!r} was changed" in result.title, result.message
+
+
+def test_a_problem_added_or_an_input_changed_in_place_then_set_up_again_is_said():
+    from autograd_helpers.checks import set_up_jacobian_shapes
+
+    problems = _shapes_cell("added")
+    set_up_jacobian_shapes(problems)
+    problems["x.sum(0), x: (2, 3) [mine]"] = (lambda x: x.sum(0), torch.randn(2, 3))
+    set_up = set_up_jacobian_shapes(problems)
+    added = check_jacobian_shapes([(3, 2, 2, 3), (4, 4, 2), (3, 2, 3)], problems, set_up=set_up)
+    assert "has a problem it did not set up, 'x.sum(0), x: (2, 3) [mine]'" in added.title
+    assert "ran again after the change" in added.message
+
+    problems = _shapes_cell("in place")
+    set_up_jacobian_shapes(problems)
+    problems["x.T, x: (2, 3) [in place]"][1].mul_(2)
+    set_up = set_up_jacobian_shapes(problems)
+    result = check_jacobian_shapes([(3, 2, 2, 3), (4, 4, 2)], problems, set_up=set_up)
+    assert not result.passed and "changed in place" in result.title, result.message
+
+
+def test_the_same_function_is_one_made_from_the_same_code_and_like_closures():
+    from autograd_helpers.checks._jacobians_shapes_setup import same_function
+
+    def made(dim):
+        return lambda x: x.sum(dim)
+
+    assert same_function(made(0), made(0)) and not same_function(made(0), made(1))
+    assert same_function(torch.sum, torch.sum) and not same_function(torch.sum, torch.mean)
+    assert not same_function(lambda x: x.T, lambda x: x.sum(0))
+
+
+def test_the_set_up_cell_run_again_is_no_change():
+    from autograd_helpers.checks import set_up_jacobian_shapes
+
+    set_up_jacobian_shapes(_shapes_cell("again"))
+    problems = _shapes_cell("again")  # new lambdas, new random inputs: the same problems
+    set_up = set_up_jacobian_shapes(problems)
+    result = check_jacobian_shapes([(3, 2, 2, 3), (4, 4, 2)], problems, set_up=set_up)
+    assert result.passed, result.message

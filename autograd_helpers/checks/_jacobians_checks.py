@@ -22,6 +22,7 @@ from autograd_helpers.checks._problems import Check, Finding, Run
 
 __all__ = [
     "FORWARD_MODE",
+    "Hints",
     "changed_arguments",
     "changed_notebook",
     "compare",
@@ -37,8 +38,10 @@ __all__ = [
 
 # Forward-mode routes: a derivative without a backward pass.
 FORWARD_MODE = ("torch.func.jvp", "torch.func.linearize", "torch.autograd.forward_ad.make_dual")
-# How close is right, per dtype, relative to the largest entry of the answer.
-_TOLERANCE = {torch.float64: (1e-6, 1e-8), torch.float32: (1e-4, 1e-5)}
+# How close is right, per dtype: (rtol, atol relative to the largest entry of the answer).
+# float64's are near its rounding (16 digits), as check_function's are: another right route
+# differs in the last bits only, and an answer off by one part in a million is wrong.
+_TOLERANCE = {torch.float64: (1e-7, 1e-12), torch.float32: (1e-4, 1e-5)}
 
 
 def refused(shortcuts: Mapping[str, str], why: str) -> Check:
@@ -53,8 +56,12 @@ def refused(shortcuts: Mapping[str, str], why: str) -> Check:
     return shortcut
 
 
-def raised(hints: tuple[tuple[str, str], ...]) -> Check:
-    """A check that fails a run that raised, with the hint whose pattern is in the message."""
+Hints = tuple[tuple[str, str | Callable[[Run], str]], ...]
+
+
+def raised(hints: Hints) -> Check:
+    """A check that fails a run that raised, with the hint whose pattern is in the message
+    (a hint may be a function of the run: what it says depends on the problem)."""
 
     def exception(run: Run) -> Finding | None:
         error = run.outcome.error
@@ -65,7 +72,8 @@ def raised(hints: tuple[tuple[str, str], ...]) -> Check:
         if isinstance(error.exception, OutputLimitError):
             return Finding(f"{on} it printed too much.", (str(error.exception), *where))
         message = str(error.exception)
-        hint = next((h for pattern, h in hints if pattern in message), None)
+        found = next((h for pattern, h in hints if pattern in message), None)
+        hint = found(run) if callable(found) else found
         details = (error.describe(), *where, *printed_lines(run.outcome.printed))
         return Finding(f"{on} it raised an exception.", (*details, *([hint] if hint else [])))
 

@@ -2,8 +2,9 @@
 
 The problems are data (:func:`problems`): a cubic and probes beyond it (a logistic loss, a
 matrix x, an x of shape (3, 1), a 0-d x, an x of 35 entries whose Hessian would have 1225,
-a function that carries a 4 × 4 matrix, ``v = 0``, a tiny ``v``, float32, an x and a v
-whose digits float32 cannot hold: :func:`smoothness`).
+a function that carries a 4 × 4 matrix, ``v = 0``, a tiny ``v``, a large ``v`` (the first
+problem's times 10^6: H v is linear in v), float32, an x and a v whose digits float32
+cannot hold: :func:`smoothness`).
 :data:`EXERCISE` is the table of named checks: the shared ones, then this exercise's
 mechanism (at most three backward passes, no batch of the Hessian's rows:
 :func:`~._jacobians_hvp_mechanism.formed_hessian`) and the result's shape and values
@@ -42,8 +43,8 @@ from autograd_helpers.checks._jacobians_hvp_mechanism import (
     too_many_passes,
     zero_shortcut,
 )
-from autograd_helpers.checks._jacobians_hvp_values import wrong_shape, wrong_values
-from autograd_helpers.checks._jacobians_notes import forward_over_reverse, kept_graph
+from autograd_helpers.checks._jacobians_hvp_values import LARGE_V, SCALE, wrong_shape, wrong_values
+from autograd_helpers.checks._jacobians_notes import forward_over_reverse, kept_graph, nan_patched
 from autograd_helpers.checks._problems import Exercise, Problem, draws
 from autograd_helpers.checks._watch import watching
 
@@ -69,6 +70,10 @@ MATRIX_X = (
     "Hint: `x` may be a matrix (or 0-d). `(g * v).sum()` is the dot product for any shape; "
     "`g @ v` and `torch.dot` work for vectors only."
 )
+ZERO_DIM_X = (
+    MATRIX_X + " A 0-d tensor has no index, and torch's advice, `.item()`, would give a plain "
+    "Python number, which autograd cannot differentiate."
+)
 ERROR_HINTS = (
     (
         "does not require grad and does not have a grad_fn",
@@ -85,7 +90,9 @@ ERROR_HINTS = (
     ("1D tensors expected", MATRIX_X),
     ("both arguments to matmul need to be at least 1D", MATRIX_X),
     ("out of range", MATRIX_X),
+    ("out of bounds", MATRIX_X),
     ("0-d tensor", MATRIX_X),
+    ("invalid index of a 0-dim tensor", ZERO_DIM_X),
 )
 
 
@@ -121,10 +128,10 @@ def problems() -> tuple[Problem, ...]:
     def logistic(x: Tensor) -> Tensor:
         return F.softplus(-labels.to(x.dtype) * (features.to(x.dtype) @ x)).mean()
 
-    x0 = randn(3)
+    x0, first_v = randn(3), randn(3)
     column = draws(5)(2, 3, 1)  # its own draws: the other problems' stay as they were
     return (
-        _problem("(x ** 3).sum() + x[0] * x[1], x of shape (3,)", "", cubic, x0, randn(3)),
+        _problem("(x ** 3).sum() + x[0] * x[1], x of shape (3,)", "", cubic, x0, first_v),
         _problem(
             "a logistic loss, x of shape (4,)", "a logistic loss", logistic, randn(4), randn(4)
         ),
@@ -166,6 +173,7 @@ def problems() -> tuple[Problem, ...]:
             "the first problem with v = 0", "v = 0", cubic, x0, torch.zeros(3, dtype=torch.float64)
         ),
         _problem("the first problem with v of size 1e-30", "a tiny v", cubic, x0, randn(3) * 1e-30),
+        _problem(LARGE_V, "a large v (H v is linear in v)", cubic, x0, first_v * SCALE),
         _problem(
             "a logistic loss in float32, x of shape (4,)",
             "a float32 x",
@@ -224,7 +232,16 @@ EXERCISE = Exercise(
         wrong_shape,
         wrong_values,
     ),
-    notes=(forward_over_reverse, zero_shortcut, large_intermediate, kept_graph("H v")),
+    notes=(
+        forward_over_reverse,
+        zero_shortcut,
+        large_intermediate,
+        kept_graph("H v"),
+        nan_patched(
+            "A NaN in H v comes from the code around it (`v / v.norm()` for v = 0): H v is "
+            "linear in v and needs no normalising."
+        ),
+    ),
     argument_names=("x", "v"),
     measure_size=True,
 )

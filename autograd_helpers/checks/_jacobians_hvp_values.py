@@ -4,7 +4,8 @@ The last checks of :mod:`._jacobians_hvp`'s table, once the mechanism was judged
 shape gets the reshape it needs; values off get the likely reason when the numbers give
 it away: the gradient itself, ``g * v``, ``g + H v`` (``x.grad`` not reset), a special case
 for a tiny ``v``, or H v at ``x`` and ``v`` rounded to float32 (a ``.float()`` on the way,
-which the probe whose digits float32 cannot hold exposes).
+which the probe whose digits float32 cannot hold exposes). On the first problem with ``v``
+times 10^6 (:data:`LARGE_V`) values off mean an H v that is not linear in ``v`` (clipped).
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from autograd_helpers._common.leaves import fresh_leaf
 from autograd_helpers.checks._jacobians_checks import compare, nan_hint
 from autograd_helpers.checks._problems import Finding, Problem, Run
 
-__all__ = ["FLOAT32_HINT", "in_float32", "wrong_shape", "wrong_values"]
+__all__ = ["FLOAT32_HINT", "LARGE_V", "SCALE", "in_float32", "wrong_shape", "wrong_values"]
+
+# A probe: the first problem again with v times SCALE. H v is linear in v, so H v grows by
+# SCALE too; a clipped or norm-limited H v, right where it is small, does not.
+SCALE = 1e6
+LARGE_V = "the first problem with v times 10^6"
 
 
 def wrong_shape(run: Run) -> Finding | None:
@@ -45,6 +51,14 @@ FLOAT32_HINT = (
     "Hint: that is H v for x and v rounded to float32 (about 7 digits; float64 keeps 16): "
     "something on the way is float32 (`v.float()`, `g.float()`, a tensor made without a "
     "dtype). Keep every number in x's dtype: the caller chose float64 for its digits."
+)
+
+
+LINEAR_HINT = (
+    "Hint: on the first problem (the same x, and v / 10^6) it was right: something makes it "
+    "nonlinear in v, such as clipping H v (`clamp`), limiting its norm or clamping v. H v "
+    "must scale with v (a solver such as conjugate gradient relies on it): return the "
+    "gradient of `(g * v).sum()` as it is."
 )
 
 
@@ -93,6 +107,12 @@ def wrong_values(run: Run) -> Finding | None:
         return None
     assert isinstance(run.value, Tensor)
     details = [mismatch.describe("Hv", "yours", "autograd's")]
+    if run.problem.description == LARGE_V:  # right on the first problem, with the same x
+        return Finding(
+            f"on {LARGE_V} the values are off: H v is linear in v, and for 10^6 · v it is not "
+            "10^6 · H v.",
+            (*details, LINEAR_HINT),
+        )
     hint = _value_hint(run, run.value.detach().double()) or nan_hint(mismatch)
     details += [hint] if hint else []
     return Finding(f"on {run.problem.description} the values are off.", tuple(details))

@@ -33,10 +33,12 @@ from autograd_helpers.checks._jacobians_checks import (
     refused,
     wrong_dtype,
 )
+from autograd_helpers.checks._jacobians_loop_errors import ERROR_HINTS, out_shape
 from autograd_helpers.checks._jacobians_notes import (
     batched_rows,
     forward_columns,
     kept_graph,
+    nan_patched,
     repeated_forwards,
 )
 from autograd_helpers.checks._problems import Exercise, Finding, Problem, Run, draws
@@ -59,47 +61,6 @@ ALTERNATIVES = (
     "torch.autograd.functional.vjp",
     "torch.autograd.functional.jvp",
     *FORWARD_MODE,
-)
-RETAIN = (
-    "backward through the graph a second time",
-    "Hint: each call of `torch.autograd.grad` frees the graph it went through, and the next row "
-    "needs it again: pass `retain_graph=True`.",
-)
-SHAPE_ASSUMED = (
-    "Hint: your code assumes a shape. The problems include 0-d inputs and outputs and "
-    "matrices: loop over `y.reshape(-1)` and `y.numel()`, and reshape the stacked rows to "
-    "`y.shape + x.shape`."
-)
-ERROR_HINTS = (
-    RETAIN,
-    (
-        "does not require grad and does not have a grad_fn",
-        "Hint: autograd only differentiates what it recorded: make `x` a leaf that requires "
-        "grad before calling `f` (`x = x.detach().requires_grad_()`), and differentiate "
-        "`f(x)` itself, not a detached copy of it.",
-    ),
-    (
-        "grad can be implicitly created only for scalar outputs",
-        "Hint: differentiate one output element at a time: `y.reshape(-1)[i]` is a scalar.",
-    ),
-    (
-        "appears to not have been used in the graph",
-        "Hint: differentiate with respect to the very tensor you evaluated `f` at (the copy "
-        "that requires grad), not another one.",
-    ),
-    (
-        "leaf Variable that requires grad is being used in an in-place operation",
-        "Hint: build the Jacobian in a tensor of its own (or stack the rows), never in `x`.",
-    ),
-    ("out of range", SHAPE_ASSUMED),
-    ("out of bounds", SHAPE_ASSUMED),
-    ("0-d tensor", SHAPE_ASSUMED),
-    ("invalid for input of size", SHAPE_ASSUMED),
-    (
-        'missing 1 required positional arguments: "shape"',
-        "Hint: when x and f(x) are both 0-d, `reshape(*y.shape, *x.shape)` unpacks nothing: "
-        "pass the shape as one tuple, `reshape(y.shape + x.shape)`.",
-    ),
 )
 
 
@@ -176,18 +137,13 @@ def problems() -> tuple[Problem, ...]:
     )
 
 
-def _out_shape(run: Run) -> torch.Size:
-    want = run.problem.expected
-    return want.shape[: want.dim() - run.problem.x.dim()]
-
-
 def wrong_shape(run: Run) -> Finding | None:
     """The Jacobian's shape is not ``f(x).shape + x.shape``, with the likely reason."""
     assert isinstance(run.value, Tensor)
     got, want, x = run.value, run.problem.expected, run.problem.x
     if got.shape == want.shape:
         return None
-    out = _out_shape(run)
+    out = out_shape(run)
     details = [
         f"A Jacobian's shape is the output's shape {tuple(out)} followed by the input's "
         f"{tuple(x.shape)}: row i belongs to output element i."
@@ -234,7 +190,7 @@ def wrong_values(run: Run) -> Finding | None:
         return None
     assert isinstance(run.value, Tensor)
     details = [mismatch.describe("J", "yours", "autograd's")]
-    rows = _out_shape(run).numel()
+    rows = out_shape(run).numel()
     got = run.value.detach().double().reshape(rows, -1)
     total = run.problem.expected.reshape(rows, -1).cumsum(0)
     nan = nan_hint(mismatch)
@@ -292,5 +248,14 @@ EXERCISE = Exercise(
         wrong_shape,
         wrong_values,
     ),
-    notes=(batched_rows, forward_columns, repeated_forwards, kept_graph("Jacobian")),
+    notes=(
+        batched_rows,
+        forward_columns,
+        repeated_forwards,
+        kept_graph("Jacobian"),
+        nan_patched(
+            "Each row is exact from one backward pass at x; where a row has a NaN, look "
+            "for what the code around it divides by."
+        ),
+    ),
 )

@@ -6,7 +6,7 @@ for the first run that shows it: rows batched with ``torch.func.vmap`` or with
 ``is_grads_batched=True`` (the legacy vmap), columns from forward mode or from
 ``torch.autograd.functional.jvp`` (the double-backward trick, not forward mode),
 forward-over-reverse, ``f`` evaluated again for every row, a result that keeps its graph
-alive.
+alive, a NaN replaced (``nan_to_num``, a selection on ``isnan``: :mod:`._jacobians_nan`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ __all__ = [
     "forward_columns",
     "forward_over_reverse",
     "kept_graph",
+    "nan_patched",
     "repeated_forwards",
 ]
 
@@ -98,3 +99,17 @@ def kept_graph(what: str) -> Check:
         )
 
     return graph_kept
+
+
+def nan_patched(avoid: str) -> Check:
+    """A note for a right result that replaced a NaN; ``avoid`` says how not to make one."""
+
+    def note(run: Run) -> Finding | None:
+        if not run.nan_patched:
+            return None
+        return Finding(
+            f"Note: it {run.nan_patched}: the result is right, but that hides a NaN instead "
+            "of avoiding it, and it hides every NaN, a real bug's too. " + avoid
+        )
+
+    return note

@@ -23,11 +23,8 @@ from torch import Tensor
 from autograd_helpers._common.globals import GlobalState
 from autograd_helpers.checks._feedback import CheckResult, failed, stub_verdict
 from autograd_helpers.checks._jacobians_shape_hints import Shapes, Truth, hint_for
-from autograd_helpers.checks._jacobians_shapes_state import (
-    ShapesSetUp,
-    changed_problems,
-    notebook_settings,
-)
+from autograd_helpers.checks._jacobians_shapes_setup import ShapesSetUp
+from autograd_helpers.checks._jacobians_shapes_state import changed_problems, notebook_settings
 
 __all__ = [
     "ShapesSetUp",

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["ShapesSetUp", "changed_problems", "notebook_settings"]
+__all__ = ["changed_problems", "notebook_settings"]
 
 _DESCRIBED = re.compile(r"\b([A-Za-z_]\w*): \(([\d, ]*)\)")
 
@@ -109,90 +109,3 @@ def notebook_settings() -> list[str]:
             "give tensors a dtype where you need another"
         )
     return found
-
-
-def _inputs(problem: object) -> tuple[object, ...]:
-    if not (isinstance(problem, tuple) and len(problem) == 2):
-        return ()
-    inputs = problem[1]
-    return inputs if isinstance(inputs, tuple) else (inputs,)
-
-
-def _same_values(a: object, b: Tensor) -> bool:
-    if not isinstance(a, Tensor) or a.shape != b.shape or a.dtype != b.dtype:
-        return True  # another shape or no tensor: said by changed_problems, from the description
-    try:
-        return bool(torch.equal(a.detach(), b))
-    except Exception:  # a meta or fake tensor: nothing to compare
-        return False
-
-
-class ShapesSetUp:
-    """The problems of the shapes exercise as the notebook set them up, to judge against.
-
-    Made by :func:`~autograd_helpers.checks.set_up_jacobian_shapes` in the cell that
-    defines ``problems``: the descriptions in order, each function, and copies of the
-    inputs' values. A cell that drops, adds, reorders or replaces a problem, or changes a
-    tensor's values in place, is said; the predictions are judged against the problems as
-    set up.
-    """
-
-    def __init__(self, problems: Mapping[str, Any]) -> None:
-        self.items: tuple[tuple[str, Any, tuple[Any, ...]], ...] = tuple(
-            (
-                description,
-                problem[0],
-                tuple(t.detach().clone() for t in _inputs(problem) if isinstance(t, Tensor)),
-            )
-            for description, problem in problems.items()
-        )
-        self._originals = dict(problems)
-
-    def problems(self) -> dict[str, Any]:
-        """The problems as set up: their functions, on copies of the inputs' values."""
-        found = {}
-        for description, f, copies in self.items:
-            inputs = self._originals[description][1]
-            values = copies if isinstance(inputs, tuple) else copies[0]
-            found[description] = (
-                f,
-                tuple(t.clone() for t in values) if isinstance(values, tuple) else values.clone(),
-            )
-        return found
-
-    def departures(self, problems: object) -> list[str]:
-        """How ``problems`` departs from the set-up, one phrase each (``[]``: it does not)."""
-        if not isinstance(problems, Mapping):
-            return [
-                f"the notebook's `problems` was replaced: it is now a {type(problems).__name__}, "
-                "not the dict of problems the notebook set up"
-            ]
-        now = list(problems)
-        found = [
-            f"the problem {description!r} is missing from the notebook's "
-            "`problems` (popped or deleted)"
-            for description, _, _ in self.items
-            if description not in problems
-        ]
-        known = {description for description, _, _ in self.items}
-        found += [
-            f"the notebook's `problems` has a problem it did not set up, {d!r}"
-            for d in now
-            if d not in known
-        ]
-        if not found and now != [d for d, _, _ in self.items]:
-            found.append("the notebook's problems are in another order than it set them up in")
-        for description, f, copies in self.items:
-            problem = problems.get(description)
-            if problem is None:
-                continue
-            if not (isinstance(problem, tuple) and len(problem) == 2) or problem[0] is not f:
-                found.append(f"in {description!r}, the problem is not the one the notebook set up")
-            elif not all(
-                _same_values(a, b) for a, b in zip(_inputs(problem), copies, strict=False)
-            ):
-                found.append(
-                    f"in {description!r}, an input holds other values than the notebook set "
-                    "up (changed in place)"
-                )
-        return found

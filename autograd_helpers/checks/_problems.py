@@ -29,6 +29,7 @@ from autograd_helpers.checks._feedback import (
     from_learner_error,
 )
 from autograd_helpers.checks._global_calls import GlobalCalls
+from autograd_helpers.checks._jacobians_nan import nan_patching
 from autograd_helpers.checks._jacobians_settings import Settings
 from autograd_helpers.checks._watch import Usage, watching
 
@@ -99,6 +100,7 @@ class Run:
     notebook_changes: tuple[str, ...]  # "it changed the global list `rows` ...", ...
     # beyond the runner's side effects: a reseed, random numbers drawn, saved-tensor hooks
     settings_changes: tuple[str, ...] = ()
+    nan_patched: str = ""  # "calls `nan_to_num`", "replaces NaN (`isnan`)" or ""
 
     @property
     def value(self) -> object:
@@ -179,7 +181,8 @@ def _attempt(
     ):
         f = usage.counting(problem.f, x)
         attributes = dict(vars(f))
-        outcome = run_learner_code(calls.around(fn), f, x, *extra)
+        with nan_patching() as patched:
+            outcome = run_learner_code(calls.around(fn), f, x, *extra)
     settings_changes = settings.changes()
     settings.restore()
     settings_changes += calls.said((*outcome.side_effects, *settings_changes))
@@ -198,6 +201,7 @@ def _attempt(
         changes,
         tuple(notebook.changes()),
         tuple(settings_changes),
+        patched.how,
     )
 
 

@@ -16,7 +16,8 @@ from autograd_helpers._common.validate import require_str
 from autograd_helpers.checks import _jacobians_hvp as hvp
 from autograd_helpers.checks import _jacobians_loop as loop
 from autograd_helpers.checks._feedback import CheckResult
-from autograd_helpers.checks._jacobians_shapes import ShapesSetUp, judge, validate
+from autograd_helpers.checks._jacobians_shapes import judge, validate
+from autograd_helpers.checks._jacobians_shapes_setup import ShapesSetUp, remembered_set_up
 from autograd_helpers.checks._problems import Exercise, Problem, label_of, run_exercise
 
 __all__ = [
@@ -98,8 +99,10 @@ def check_hvp(fn: object, *, name: str | None = None) -> CheckResult:
 
     ``fn`` gets copies of the points of :func:`._jacobians_hvp.problems`: a cubic, then a
     logistic loss, a matrix x, an x of shape ``(3, 1)``, a 0-d x, an x of 35 entries, a
-    function that carries a 4 × 4 matrix, ``v = 0``, a tiny ``v``, a float32 x. Its result
-    must have x's shape and dtype and match :func:`torch.autograd.functional.hvp`.
+    function that carries a 4 × 4 matrix, ``v = 0``, a tiny ``v``, a large ``v`` (the
+    first problem's times 10^6: H v is linear in v, so a clipped H v fails), a float32 x.
+    Its result must have x's shape and dtype and match
+    :func:`torch.autograd.functional.hvp` (in float64 to 1e-7 relative).
 
     Refused: the library's ``hessian``, ``hvp``, ``vhp`` and the Jacobian functions, under
     any name, and ``ah.engine.replay_backward``; the Hessian's rows from batched passes
@@ -145,7 +148,11 @@ def set_up_jacobian_shapes(problems: object) -> ShapesSetUp:
     Call it in the cell that defines ``problems`` and pass the result to
     :func:`check_jacobian_shapes` as ``set_up``: a later cell that drops, adds or replaces a
     problem, replaces ``problems`` or changes an input in place is then said, and the
-    predictions are judged against the problems as set up.
+    predictions are judged against the problems as set up. Called again on problems that
+    share a description with those of an earlier call, it returns the same problems anew
+    (the set-up cell run again: functions of the same code, inputs of the same shapes) or,
+    when they differ (a problem changed, then set up again), the earlier set-up, so that
+    the change is still said.
 
     Args:
         problems: ``{description: (f, x)}``, or ``(f, (x, y))`` for several inputs.
@@ -164,7 +171,7 @@ def set_up_jacobian_shapes(problems: object) -> ShapesSetUp:
     """
     validate(problems, "set_up_jacobian_shapes")
     assert isinstance(problems, Mapping)
-    return ShapesSetUp(problems)
+    return remembered_set_up(problems)
 
 
 def check_jacobian_shapes(

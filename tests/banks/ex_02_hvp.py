@@ -417,6 +417,81 @@ BANK = bank(
         ),
         "rounded to float32",
     ),
+    # --- from issue 25's learner audit: each passed before
+    wrong(
+        "symptom fix",
+        "H v clipped to ±50 (the largest |H v| of the other problems is 23.6)",
+        answer(GRADIENT + "(h,) = torch.autograd.grad((g * v).sum(), x)\nreturn h.clamp(-50, 50)"),
+        "H v is linear in v",
+    ),
+    wrong(
+        "symptom fix",
+        "H v scaled down to a norm of at most 30 (norm clipping)",
+        answer(
+            GRADIENT
+            + "(h,) = torch.autograd.grad((g * v).sum(), x)\n"
+            + "return h * torch.clamp(30 / (h.norm() + 1e-12), max=1.0)"
+        ),
+        "H v is linear in v",
+    ),
+    wrong(
+        "symptom fix",
+        "v clamped to ±10 before the product, 'for stability'",
+        answer(GRADIENT + "return torch.autograd.grad((g * v.clamp(-10, 10)).sum(), x)[0]"),
+        "H v is linear in v",
+    ),
+    wrong(
+        "right only at the example",
+        "dot product by index, matrices flattened, a 0-d x forgotten (torch says `.item()`)",
+        answer(
+            GRADIENT
+            + "gs, vs = (g.reshape(-1), v.reshape(-1)) if x.dim() > 1 else (g, v)\n"
+            + "dot = sum(gs[i] * vs[i] for i in range(x.numel()))\n"
+            + "return torch.autograd.grad(dot, x)[0]"
+        ),
+        "A 0-d tensor has no index",
+    ),
+    wrong(
+        "wrong formula",
+        "off by one part in a million",
+        answer(GRADIENT + "(h,) = torch.autograd.grad((g * v).sum(), x)\nreturn h * (1 + 1e-6)"),
+        "the values are off",
+    ),
+    wrong(
+        "wrong formula",
+        "off by five parts in ten million: a factor 0.9999995 kept from a test",
+        answer(GRADIENT + "return 0.9999995 * torch.autograd.grad((g * v).sum(), x)[0]"),
+        "the values are off",
+    ),
+    right(
+        "nan_to_num over a normalised v (a note)",
+        answer("""
+            x = x.detach().requires_grad_()
+            u = v / v.norm()
+            (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+            (h,) = torch.autograd.grad((g * u).sum(), x)
+            return torch.nan_to_num(h * v.norm())
+        """),
+        "calls `nan_to_num`",
+    ),
+    right(
+        "NaN replaced by torch.where on isnan, over a normalised v (a note)",
+        answer(
+            GRADIENT
+            + "hv = torch.autograd.grad((g * (v / v.norm())).sum(), x)[0] * v.norm()\n"
+            + "return torch.where(hv.isnan(), torch.zeros_like(hv), hv)"
+        ),
+        "replaces NaN (`isnan`)",
+    ),
+    right(
+        "functional.jvp of the gradient: the double-backward trick, other last bits",
+        answer("""
+            def gradient(t):
+                return torch.autograd.grad(f(t), t, create_graph=True)[0]
+
+            return torch.autograd.functional.jvp(gradient, x.detach(), v)[1]
+        """),
+    ),
     # --- right, written differently
     right(
         "v as grad_outputs",

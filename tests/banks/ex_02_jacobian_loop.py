@@ -140,6 +140,29 @@ BANK = bank(
         ),
         "`squeeze()` drops every size-1 dimension",
     ),
+    wrong(
+        "right only at the example",
+        "indexes y[i] without flattening: a 0-d y has no index",
+        answer("""
+            x = x.detach().requires_grad_()
+            y = f(x)
+            rows = [torch.autograd.grad(y[i], x, retain_graph=True)[0] for i in range(y.numel())]
+            return torch.stack(rows).reshape(y.shape + x.shape)
+        """),
+        "`y` is 0-d here",
+    ),
+    wrong(
+        "right only at the example",
+        "y.squeeze() taken for a flat y: a 0-d y has no index",
+        answer("""
+            x = x.detach().requires_grad_()
+            y = f(x)
+            flat = y.squeeze()
+            rows = [torch.autograd.grad(flat[i], x, retain_graph=True)[0] for i in range(flat.numel())]
+            return torch.stack(rows).reshape(y.shape + x.shape)
+        """),
+        "`y` is 0-d here",
+    ),
     # --- symptom fix
     wrong(
         "symptom fix",

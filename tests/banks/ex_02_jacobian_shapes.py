@@ -226,6 +226,31 @@ BANK = bank(
         predict(SOLUTION, before='problems["x.T, x: (2, 3)"][1].add_(1)'),
         "changed in place",
     ),
+    # from issue 25's learner audit: a problem changed, then set up again (both stay)
+    wrong(
+        "bypassed mechanism",
+        "rebuilds `problems` with a problem of its own in place of one, then sets it up again",
+        predict(
+            "[(3, 4), (5, 3), (3, 2, 2, 3), (4, 2, 4, 2), ((2, 3), (2, 3, 2)), (2, 1, 2, 3)]",
+            before="""
+            problems = {**problems, "(x * x).sum(1), x: (4, 2)": (lambda x: x * x, torch.randn(4, 2))}
+            shapes_set_up = ah.checks.set_up_jacobian_shapes(problems)
+            """,
+        ),
+        "the problem '(x * x).sum(1), x: (4, 2)' was changed",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "changes a problem, then sets the problems up again",
+        predict(
+            "[(3, 4), (5, 3), (3, 2, 3), (4, 4, 2), ((2, 3), (2, 3, 2)), (2, 1, 2, 3)]",
+            before="""
+            problems["x.T, x: (2, 3)"] = (lambda x: x.sum(0), torch.randn(2, 3))
+            shapes_set_up = ah.checks.set_up_jacobian_shapes(problems)
+            """,
+        ),
+        "the problem 'x.T, x: (2, 3)' was changed",
+    ),
     wrong(
         "symptom fix",
         "drops the problem it could not do from the notebook's problems",
