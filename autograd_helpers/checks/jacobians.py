@@ -66,7 +66,9 @@ def check_jacobian_loop(fn: object, *, name: str | None = None) -> CheckResult:
     Accepted with a note: rows batched with ``torch.func.vmap`` or ``is_grads_batched=True``
     (which batches with the legacy vmap), columns from forward mode or from
     ``torch.autograd.functional.jvp`` (the double-backward trick, not forward mode), ``f``
-    evaluated again for each row.
+    evaluated again for each row, a NaN replaced (``nan_to_num``, a selection on ``isnan``).
+    Values are compared in float64 to 1e-7 relative (float64's precision, as
+    ``check_function``'s), in float32 to 1e-4.
 
     Args:
         fn: the learner's function; ``...`` means "not implemented yet".
@@ -113,8 +115,9 @@ def check_hvp(fn: object, *, name: str | None = None) -> CheckResult:
     changing the ``x`` or ``v`` it is given, ``f``'s attributes, the notebook's variables,
     torch's settings or its random state. Accepted with a note: forward-over-reverse
     (``torch.func.jvp`` or ``linearize`` of the gradient), a tensor of ``n × n`` numbers
-    that is no Hessian (``torch.outer(g, v).trace()``), and zeros returned for ``v = 0``
-    (right, and not needed; a special case for a small nonzero ``v`` fails).
+    that is no Hessian (``torch.outer(g, v).trace()``), zeros returned for ``v = 0``
+    (right, and not needed; a special case for a small nonzero ``v`` fails), and a NaN
+    replaced (``nan_to_num``, a selection on ``isnan``: it hides every NaN).
 
     Args:
         fn: the learner's function; ``...`` means "not implemented yet".
