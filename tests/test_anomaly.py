@@ -17,6 +17,7 @@ from autograd_helpers.anomaly import (
 )
 from tests.real_world import (
     AdditiveCoupling,
+    BinarizeLinear,
     InvertibleModuleWrapper,
     ReversibleSequence,
 )
@@ -1605,3 +1606,13 @@ def test_a_gan_reusing_one_generator_output_leads_with_computing_it_again_not_de
     assert "move `fake = net_g(noise)` into the loop" in fix
     assert "Do not `.detach()` it instead" in fix and "get no gradient" in fix
     assert "detach the carried tensor" not in report.message
+
+
+# --- issue 25: the fresh-eyes audit on real code ----------------------------------------------
+
+
+@pytest.mark.parametrize("tool", [find_nan_origin, explain_inplace_error])
+def test_an_attribute_forward_sets_on_a_parameter_is_removed(tool):
+    layer = BinarizeLinear(3, 2)  # BinaryNet: `self.bias.org = ...` in forward
+    tool(lambda x: layer(x).sum(), torch.ones(1, 3))
+    assert not hasattr(layer.bias, "org")
