@@ -31,6 +31,7 @@ from typing import Any
 
 from torch import nn
 from torch.amp import GradScaler
+from torch.nn.parameter import is_lazy
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
@@ -102,9 +103,14 @@ class _Attributes:
 class OtherState:
     """What ``kept_as_found`` does not keep of ``modules`` and their submodules: their
     train/eval flags, their other attributes, and the attributes set on their parameters
-    and buffers. :meth:`restore` puts them back, as often as needed."""
+    and buffers; with ``buffers``, also copies of the buffers' values.
 
-    def __init__(self, modules: Iterable[nn.Module]) -> None:
+    :meth:`restore` puts them back, as often as needed; the buffers' values go into fresh
+    tensors in the modules' tables, never into the tensors the modules hold (a graph may
+    have saved those): only inside ``kept_as_found``, which puts the modules' own back.
+    """
+
+    def __init__(self, modules: Iterable[nn.Module], *, buffers: bool = False) -> None:
         everything = every_module(modules)
         self._flags = [(module, module.training) for module in everything]
         self._modules = [_Attributes(module, _KEPT_ELSEWHERE) for module in everything]
@@ -116,12 +122,20 @@ class OtherState:
             if t is not None
         }
         self._tensors = [_Attributes(t) for t in tensors.values()]
+        self._buffers = [
+            (found, key, buffer.detach().clone())
+            for _, _, found in (tables if buffers else [])
+            for key, buffer in found.items()
+            if buffer is not None and not is_lazy(buffer)
+        ]
 
     def restore(self) -> None:
         for kept in (*self._modules, *self._tensors):
             kept.restore()
         for module, training in self._flags:
             module.training = training
+        for table, key, values in self._buffers:
+            table[key] = values.clone()
 
 
 class ModulesFound:
