@@ -1314,7 +1314,7 @@ def test_a_recurrent_state_carried_across_iterations_leads_with_detach():
 
     report = explain_inplace_error(train, torch.randn(3, 3))
     assert report.found and report.changer == "optimizer", report.message
-    fix = report.message.split("AsStrided). ")[-1]
+    fix = report.message.split("changed it in place). ")[-1]
     assert fix.startswith("This backward, run in a loop, reached back"), report.message
     assert "`h = h.detach()`" in fix and fix.index("h.detach()") < fix.index("as in a GAN")
 
@@ -1616,3 +1616,26 @@ def test_an_attribute_forward_sets_on_a_parameter_is_removed(tool):
     layer = BinarizeLinear(3, 2)  # BinaryNet: `self.bias.org = ...` in forward
     tool(lambda x: layer(x).sum(), torch.ones(1, 3))
     assert not hasattr(layer.bias, "org")
+
+
+def test_a_view_changed_in_place_is_not_given_the_name_of_the_tools_own_run():
+    # torchvision's MLP (ReLU and Dropout in place) on a 1-D input: `linear` returns a view;
+    # PyTorch's error calls it "output 0 of Relu" after a plain backward, "of AsStrided"
+    # after a backward that keeps the graph (retain_graph=True), as the tool's own does.
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 3)
+
+    def block(x):
+        h = torch.nn.functional.relu(lin(x), inplace=True)
+        return torch.nn.functional.dropout(h, 0.5, training=True, inplace=True).sum()
+
+    for keep, name in ((False, "Relu"), (True, "AsStrided")):  # the fact, on torch itself
+        with pytest.raises(RuntimeError, match=f"output 0 of {name},"):
+            torch.autograd.grad(block(torch.rand(3)), lin.weight, retain_graph=keep)
+    report = explain_inplace_error(block, torch.rand(3))
+    assert report.found and report.changer == "computed", report.message
+    assert "calls it output 0 of AsStrided)" not in report.message
+    said = "a view: PyTorch's error calls it output 0 of AsStrided, or of the op that saved it"
+    assert said in report.message
+    flat = explain_inplace_error(block, torch.rand(2, 3))  # no view: the name is PyTorch's
+    assert "(PyTorch's error calls it output 0 of Relu)" in flat.message
