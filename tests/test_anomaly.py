@@ -1611,6 +1611,20 @@ def test_a_gan_reusing_one_generator_output_leads_with_computing_it_again_not_de
 # --- issue 25: the fresh-eyes audit on real code ----------------------------------------------
 
 
+def test_the_unbiased_std_of_one_value_is_named_with_torchs_own_warning():
+    # normflows' BatchNorm flow on a batch of one: std over dim 0 divides by n - 1 = 0.
+    def batchnorm_flow(z):
+        mean = torch.mean(z, dim=0, keepdim=True)
+        std = torch.std(z, dim=0, keepdim=True)
+        return ((z - mean) / torch.sqrt(std**2 + 1e-10)).sum()
+
+    origin = find_nan_origin(batchnorm_flow, torch.randn(1, 3))
+    assert origin.found and origin.node == "std", origin.message
+    assert "degrees of freedom is <= 0" in origin.message  # PyTorch's warning, shown
+    assert "`correction=0`" in origin.message and "n − correction" in origin.message
+    assert "check the values reaching it" not in origin.message
+
+
 @pytest.mark.parametrize("tool", [find_nan_origin, explain_inplace_error])
 def test_an_attribute_forward_sets_on_a_parameter_is_removed(tool):
     layer = BinarizeLinear(3, 2)  # BinaryNet: `self.bias.org = ...` in forward

@@ -110,6 +110,7 @@ def run_watched(fn: Callable[..., Any], inputs: Sequence[Any], *, keep_saved: bo
 
     with warnings.catch_warnings(record=True) as caught, _buffers_kept(fn, inputs):
         warnings.simplefilter("always")
+        watch.caught = caught
         with torch.autograd.detect_anomaly(check_nan=False):
             run.outcome = run_learner_code(forward_and_backward)
     run.trace = next(
