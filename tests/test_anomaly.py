@@ -1632,6 +1632,32 @@ def test_an_attribute_forward_sets_on_a_parameter_is_removed(tool):
     assert not hasattr(layer.bias, "org")
 
 
+def test_a_learning_rate_too_high_is_blamed_when_the_nan_appears_in_backward():
+    # MorvanZhou's regression tutorial with lr=10: the loss overflows, a step makes the
+    # output bias -inf, the next prediction is -inf, and backward makes NaN of it (0 × ∞).
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(1, 10), torch.nn.ReLU(), torch.nn.Linear(10, 1))
+    opt = torch.optim.SGD(net.parameters(), lr=10.0)
+    x = torch.linspace(-1, 1, 100).unsqueeze(1)
+    y = x.pow(2) + 0.2 * torch.rand(x.size())
+
+    def train():
+        for _ in range(40):
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return loss
+
+    origin = find_nan_origin(train)
+    assert origin.found and origin.node == "optimizer step", origin.message
+    assert origin.stage == "backward"
+    assert "into the parameter `2.bias` of `net`" in origin.message
+    assert "learning rate is too high" in origin.message and "`AddmmBackward0`" in origin.message
+    assert "keep its input in the range" not in origin.message  # not mse_loss's doing
+    assert origin.message.count("re-create") == 1
+
+
 def test_a_view_changed_in_place_is_not_given_the_name_of_the_tools_own_run():
     # torchvision's MLP (ReLU and Dropout in place) on a 1-D input: `linear` returns a view;
     # PyTorch's error calls it "output 0 of Relu" after a plain backward, "of AsStrided"

@@ -205,21 +205,20 @@ class Watch(TorchFunctionMode):
                 self.nan_use_after = len(self.backwards)
             return
         infinite = [t for t, kind in given if kind == "inf"]
+        # The op that made the infinity it met, or the optimizer step that put it into a
+        # parameter, or else (it was passed along, by `sum` say) the first op that made one.
+        source = next((m for t in infinite if (m := self.made_for(t, "inf"))), None)
+        step = self._stepped_into(infinite) if infinite and source is None else None
         if "nan" in kinds:
             kind, value = "nan", "NaN"
             dtype = next(t for t in results if kind_of(t) == "nan").dtype
-        elif not infinite:
+        elif not infinite or step is not None:  # made here, or passed on from a parameter
             holder = next(t for t in results if kind_of(t) == "inf")
             kind, value, dtype = "inf", infinity_in(holder), holder.dtype
         else:
             return  # an infinity passed along, not made here
-        # The op that made this infinity, or else (it was passed along, by `sum` say) the
-        # first op that made one.
-        source = next((m for t in infinite if (m := self.made_for(t, "inf"))), None)
-        step = None
-        if infinite and source is None:
-            step = self._stepped_into(infinite)
-            source = None if step is not None else self.first("inf")
+        if infinite and source is None and step is None:
+            source = self.first("inf")
         self.made.append(
             Made(
                 kind,

@@ -33,12 +33,21 @@ class Made:
     backwards_before: int = 0  # how many backward passes fn had run itself when it was made
     # The op's mask arguments by name (attention's `key_padding_mask`, `attn_mask`).
     masks: tuple[tuple[str, Tensor], ...] = field(default=(), repr=False)
-    # The optimizer step that put the infinity this op met into a parameter.
+    # The optimizer step that put the infinity this op met into a parameter: this op made
+    # NaN of it, or (kind "inf") passed it on, as a layer passes an infinite bias on.
     from_step: InPlace | None = field(default=None, repr=False)
     warned: str = ""  # what PyTorch warned about while this op ran, if anything
 
     def holds(self, tensor: Tensor) -> bool:
         return storage_of(tensor) in {s.data_ptr() for s in self.storages}
+
+    @property
+    def step(self) -> InPlace | None:
+        """The optimizer step whose infinite parameter this value comes from, if any: this
+        op's, or that of the op where the infinity it met started."""
+        if self.from_step is not None:
+            return self.from_step
+        return self.from_op.from_step if self.from_op is not None else None
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ class Run:
     freed: str = ""
     differentiated: bool = False  # the tool's own backward of what fn returned ran
     grads_note: str = ""  # a Function's backward wrote .grad itself: put back, said so
+    fn: Any = field(default=None, repr=False)  # what ran: the names it reaches tell
 
     @property
     def own(self) -> list[OwnBackward]:
@@ -77,7 +78,7 @@ def run_watched(fn: Callable[..., Any], inputs: Sequence[Any], *, keep_saved: bo
     """
     watch = Watch(keep_saved)
     prepared = prepare_inputs(fn, inputs)
-    run = Run(Outcome(), watch, BackwardRecord(), "", [], prepared)
+    run = Run(Outcome(), watch, BackwardRecord(), "", [], prepared, fn=fn)
     # The copies that stand for fn's inputs are ours: what reaches them reaches the leaf.
     watch.skip = set(prepared.copy_nodes)
 
