@@ -15,6 +15,8 @@ tool go wrong, as the library does it.
 - xformers' ``Deterministic.record_rng``: forward creates ``self.cpu_state`` in train mode.
 - BinaryNet's ``BinarizeLinear``: forward sets an attribute on a parameter,
   ``self.bias.org``, which its training loop branches on.
+- normflows' ``ActNorm``: the first forward initialises the parameters from the batch
+  through ``.data`` (autograd sees nothing) and sets a flag buffer.
 """
 
 from __future__ import annotations
@@ -196,3 +198,20 @@ class BinarizeLinear(nn.Linear):
             self.bias.org = self.bias.data.clone()
             out = out + self.bias.view(1, -1).expand_as(out)
         return out
+
+
+class ActNorm(nn.Module):
+    """normflows' ActNorm: scale and shift initialised from the first batch, through .data."""
+
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.s = nn.Parameter(torch.zeros(1, features))
+        self.t = nn.Parameter(torch.zeros(1, features))
+        self.register_buffer("data_dep_init_done", torch.tensor(0.0))
+
+    def forward(self, z):
+        if not self.data_dep_init_done > 0.0:
+            self.s.data = -torch.log(z.std(dim=0, keepdim=True) + 1e-6).data
+            self.t.data = (-z.mean(dim=0, keepdim=True) * torch.exp(self.s)).data
+            self.data_dep_init_done = torch.tensor(1.0)
+        return z * torch.exp(self.s) + self.t, self.s.sum()

@@ -16,6 +16,7 @@ from autograd_helpers.anomaly import (
     find_nan_origin,
 )
 from tests.real_world import (
+    ActNorm,
     AdditiveCoupling,
     BinarizeLinear,
     InvertibleModuleWrapper,
@@ -1623,6 +1624,16 @@ def test_the_unbiased_std_of_one_value_is_named_with_torchs_own_warning():
     assert "degrees of freedom is <= 0" in origin.message  # PyTorch's warning, shown
     assert "`correction=0`" in origin.message and "n − correction" in origin.message
     assert "check the values reaching it" not in origin.message
+
+
+@pytest.mark.parametrize("tool", [find_nan_origin, explain_inplace_error])
+def test_parameters_a_forward_initialises_through_data_are_put_back(tool):
+    # normflows' ActNorm: the first batch sets s and t through .data, and a flag buffer;
+    # the flag was put back, the parameters were left NaN: no real call leaves that.
+    flow = ActNorm(3)
+    tool(lambda z: sum(t.sum() for t in flow(z)), torch.randn(1, 3))
+    assert float(flow.data_dep_init_done) == 0.0
+    assert not flow.s.detach().any() and not flow.t.detach().any()
 
 
 @pytest.mark.parametrize("tool", [find_nan_origin, explain_inplace_error])

@@ -31,7 +31,7 @@ from autograd_helpers.anomaly._error_text import VERSION, dtype_name, named
 from autograd_helpers.anomaly._forward import InPlace
 from autograd_helpers.anomaly._frames import learner_frame_in
 from autograd_helpers.anomaly._tensors import storage_of
-from autograd_helpers.anomaly._tracing import Report, Run, noted, run_watched
+from autograd_helpers.anomaly._tracing import Report, Run, reported
 
 __all__ = ["InplaceReport", "dtype_name", "explain_inplace_error"]
 
@@ -170,7 +170,11 @@ def explain_inplace_error(fn: Callable[..., Any], *inputs: Any) -> InplaceReport
 
     The modules ``fn`` reaches run on copies of their buffers: batch norm's running
     statistics and ``num_batches_tracked`` are left as found, and so are the modules'
-    train/eval flags and other attributes (a call counter, a hook ``fn`` registered).
+    train/eval flags and other attributes (a call counter, a hook ``fn`` registered, an
+    attribute set on a parameter), their submodules' too. So are their parameters, unless
+    ``fn`` runs backward itself (a training step, whose updates are real): a forward that
+    writes them (normflows' ``ActNorm`` initialises its scale and shift from the first
+    batch through ``.data``) leaves them as found.
 
     Example::
 
@@ -183,8 +187,7 @@ def explain_inplace_error(fn: Callable[..., Any], *inputs: Any) -> InplaceReport
         (True, 0, 1)
     """
     require_callable("explain_inplace_error", "fn", fn)
-    run = run_watched(fn, inputs, keep_saved=True)
-    return noted(_from_run(run), run)
+    return reported(fn, inputs, _from_run, keep_saved=True)
 
 
 def _fix(

@@ -30,7 +30,7 @@ from autograd_helpers.anomaly._order import first_backward_nan, forward_nan_time
 from autograd_helpers.anomaly._origin import NanOrigin
 from autograd_helpers.anomaly._quiet import removed_origin, stepped_backward
 from autograd_helpers.anomaly._tensors import infinity_in, kind_of
-from autograd_helpers.anomaly._tracing import Run, noted, run_watched
+from autograd_helpers.anomaly._tracing import Run, reported
 
 __all__ = ["NanOrigin", "find_nan_origin"]
 
@@ -179,7 +179,11 @@ def find_nan_origin(fn: Callable[..., Any], *inputs: Any) -> NanOrigin:
 
     The modules ``fn`` reaches run on copies of their buffers: batch norm's running
     statistics and ``num_batches_tracked`` are left as found, and so are the modules'
-    train/eval flags and other attributes (a call counter, a hook ``fn`` registered).
+    train/eval flags and other attributes (a call counter, a hook ``fn`` registered, an
+    attribute set on a parameter), their submodules' too. So are their parameters, unless
+    ``fn`` runs backward itself (a training step, whose updates are real): a forward that
+    writes them (normflows' ``ActNorm`` initialises its scale and shift from the first
+    batch through ``.data``) leaves them as found.
 
     - An input that already holds NaN is named, with the position of its first NaN.
     - A NaN made in forward is traced to the op that made it from NaN-free arguments, and
@@ -218,8 +222,7 @@ def find_nan_origin(fn: Callable[..., Any], *inputs: Any) -> NanOrigin:
     in_input = nan_in_input(fn, inputs)
     if in_input is not None:
         return in_input
-    run = run_watched(fn, inputs)
-    return noted(_from_run(run), run)
+    return reported(fn, inputs, _from_run)
 
 
 def _from_run(run: Run) -> NanOrigin:
