@@ -24,8 +24,7 @@ from torch import Tensor
 from torch.nn.parameter import is_lazy
 
 from autograd_helpers._common.reach import modules_reachable
-from autograd_helpers._common.state import kept_as_found
-from autograd_helpers._profiling_state import state_kept
+from autograd_helpers._profiling_state import every_module, modules_as_found
 from autograd_helpers._randomness import output_is_random, random_states_kept, seed_everything
 
 __all__ = [
@@ -39,25 +38,30 @@ __all__ = [
 
 @contextlib.contextmanager
 def steady(caller: str, f: Callable[..., Any], args: Sequence[object]) -> Iterator[Any]:
-    """Yield ``f`` made repeatable: each call starts from the random state found at the start.
+    """Yield ``f`` made repeatable: each call starts from the random state found at the start,
+    and from the modules ``f`` reaches as the caller has them.
 
-    The caller's random states (torch's, Python's, NumPy's) and the modules ``f`` reaches
-    (their buffers, flags, parameters and other attributes: a counter, a cache, a list of
-    hooks) are put back afterwards. When ``f``'s values change with the random draws from
-    torch's generator (judged from its values: a model that only reseeds torch is not
-    random), a warning says that every evaluation used the same draw; an ``f`` that gives
-    another value at the same point even so (its own ``torch.Generator``, NumPy's or
-    Python's random) is refused with a ``ValueError``: ``f`` is evaluated twice at the first
-    points to find out. A lazy module
-    not yet materialised is refused with a ``ValueError``.
+    The caller's random states (torch's, Python's, NumPy's) and those modules (their
+    buffers, flags, parameters and other attributes: a counter, a cursor, a cache, a list of
+    hooks, an attribute set on a parameter) are put back afterwards, and before every call:
+    a forward that moves a cursor (detectron2's ``CycleBatchNormList``) is one function.
+    When ``f``'s values change with the random draws from torch's generator (judged from
+    its values: a model that only reseeds torch is not random), a warning says that every
+    evaluation used the same draw; an ``f`` that gives another value at the same point even
+    so (its own ``torch.Generator``, NumPy's or Python's random, a global counter) is
+    refused with a ``ValueError``: ``f`` is evaluated twice at the first points to find
+    out. A lazy module not yet materialised is refused with a ``ValueError``.
     """
     modules = modules_reachable(f, *args)
-    everything = list(dict.fromkeys(m for root in modules for m in root.modules()))
-    _refuse_lazy(caller, everything)
-    with random_states_kept(), kept_as_found(modules), state_kept(everything, (), {}):
+    _refuse_lazy(caller, every_module(modules))
+    with random_states_kept(), modules_as_found(modules) as found:
         start = torch.get_rng_state()
         drew: list[bool] = []
         calls: list[None] = []
+
+        def from_found(*inputs: Any) -> Any:
+            found.reset()  # a cursor or a cache a call moved must not move the next one
+            return f(*inputs)
 
         def repeatable(*inputs: Any) -> Any:
             # The first point and the first perturbed ones are evaluated twice: an f random
@@ -67,12 +71,12 @@ def steady(caller: str, f: Callable[..., Any], args: Sequence[object]) -> Iterat
             again = [_copy(x) for x in inputs] if checked else None  # before f changes them
             probe = [_copy(x) for x in inputs] if not drew else None
             torch.set_rng_state(start)
-            value = f(*inputs)
+            value = from_found(*inputs)
             if again is not None:
-                _require_same(caller, f, value, again, start)
+                _require_same(caller, from_found, value, again, start)
             if probe is not None:
                 moved = not torch.equal(start, torch.get_rng_state())
-                drew.append(moved and _random(f, probe))
+                drew.append(moved and _random(from_found, probe))
                 if drew[0]:
                     warnings.warn(
                         f"{caller}(): f draws random numbers (dropout in train mode, say): "

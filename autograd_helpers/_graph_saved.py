@@ -8,7 +8,7 @@ the forward again to recompute it.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import torch
 import torch.utils.checkpoint as checkpoint_module
@@ -56,6 +56,8 @@ def saved_tensors_of(node: object) -> tuple[str, ...]:
     checkpoint"``, and one that another ``saved_tensors_hooks`` pair packed says so: they
     are not unpacked, which would run the forward again or the hook. A ``None`` that a
     custom Function saved (``ctx.save_for_backward(None, x)``) reads ``"saved[0] None"``.
+    A list of tensors is listed tensor by tensor: indexing with a mask or an index tensor
+    (``x[mask]``, ``out[mask] = v``) saves ``indices``, read ``"indices[0] 1000"``.
 
     Example::
 
@@ -74,18 +76,39 @@ def saved_tensors_of(node: object) -> tuple[str, ...]:
             found = _custom_saved(node)
         for name in dir(node):
             if name.startswith("_saved_"):
-                packed = _packed(getattr(node, f"_raw{name}", None))
-                try:
-                    value = getattr(node, name) if not packed else None  # numbers: left out
-                except RuntimeError as error:
-                    found.append(f"{name[len('_saved_') :]} {_unreadable(error)}")
-                    continue
-                if packed or isinstance(value, torch.Tensor):
-                    text = packed or shape_text(cast(torch.Tensor, value))
-                    found.append(f"{name[len('_saved_') :]} {text}")
+                found.extend(_builtin_saved(node, name))
     except _FreedError:  # the graph's saved tensors were freed by a backward pass
         return ("freed",)
     return tuple(found)
+
+
+def _builtin_saved(node: Any, name: str) -> list[str]:
+    """What a built-in node's ``_saved_<name>`` holds: a tensor (``"self 3×4"``), or a list of
+    them (indexing saves ``indices``: ``"indices[0] 1000"``, a ``None`` for a full slice
+    left out); numbers and sizes: nothing."""
+    short = name[len("_saved_") :]
+    try:
+        raw = getattr(node, f"_raw{name}", None)
+    except RuntimeError as error:  # a list of them, freed: even the raw list cannot be read
+        return [f"{short} {_unreadable(error)}"]
+    raws = raw if isinstance(raw, list | tuple) else [raw]
+    if any(_packed(r) for r in raws):  # never unpacked: that would run the hook
+        if not isinstance(raw, list | tuple):
+            return [f"{short} {_packed(raw)}"]
+        return [f"{short}[{k}] {_packed(r)}" for k, r in enumerate(raws) if _packed(r)]
+    try:
+        value = getattr(node, name)
+    except RuntimeError as error:
+        return [f"{short} {_unreadable(error)}"]
+    if isinstance(value, torch.Tensor):
+        return [f"{short} {shape_text(value)}"]
+    if isinstance(value, list | tuple) and any(isinstance(v, torch.Tensor) for v in value):
+        return [
+            f"{short}[{k}] {shape_text(v)}"
+            for k, v in enumerate(value)
+            if isinstance(v, torch.Tensor)
+        ]
+    return []
 
 
 def _custom_saved(node: Any) -> list[str]:

@@ -19,9 +19,9 @@ from torch.nn.utils.spectral_norm import SpectralNorm
 
 from autograd_helpers._common.nodes import graph_leaves, graph_nodes
 from autograd_helpers._common.rounding import Agreement, agree
-from autograd_helpers._common.state import kept_as_found
 from autograd_helpers._common.tensors import same_values
 from autograd_helpers._grads_kept import backward_into_grads, grads_kept, refusals
+from autograd_helpers._profiling_state import modules_as_found
 from autograd_helpers._randomness import output_is_random, seed_everything
 
 __all__ = ["GRAD_MODES", "dropout_active", "forward", "row"]
@@ -110,7 +110,7 @@ def dropout_active(model: nn.Module, x: Tensor, mode: str, seed: int) -> bool:
     model.train(mode == "train")
 
     def run(start: int) -> list[Tensor]:
-        with kept_as_found([model]):
+        with modules_as_found([model]):
             return [t.detach() for t in forward(model, x, "no_grad", start)]
 
     return output_is_random(run, seed, lambda a, b: agree(a, b) != "different")

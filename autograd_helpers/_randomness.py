@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
-__all__ = ["output_is_random", "random_states_kept", "seed_everything"]
+__all__ = ["RandomStates", "output_is_random", "random_states_kept", "seed_everything"]
 
 Output = TypeVar("Output")
 
@@ -29,6 +29,33 @@ Output = TypeVar("Output")
 _OTHER_SEEDS = 3
 _aten = torch.ops.aten
 _BERNOULLI = (_aten.bernoulli_, _aten.bernoulli)
+
+
+class RandomStates:
+    """torch's CPU generator, Python's ``random`` and (when imported) NumPy's global
+    generator, as they are now: :meth:`restore` sets them back to that, as often as needed.
+
+    Example::
+
+        >>> states = RandomStates()
+        >>> first = torch.rand(1)
+        >>> states.restore()
+        >>> torch.equal(torch.rand(1), first)
+        True
+    """
+
+    def __init__(self) -> None:
+        self.torch = torch.get_rng_state()
+        self.python = random.getstate()
+        numpy = sys.modules.get("numpy")
+        self.numpy = None if numpy is None else numpy.random.get_state()
+
+    def restore(self) -> None:
+        torch.set_rng_state(self.torch)
+        random.setstate(self.python)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and self.numpy is not None:
+            numpy.random.set_state(self.numpy)
 
 
 @contextlib.contextmanager
@@ -44,16 +71,11 @@ def random_states_kept() -> Iterator[None]:
         >>> random.getstate() == before
         True
     """
-    numpy = sys.modules.get("numpy")
-    python_state = random.getstate()
-    numpy_state = None if numpy is None else numpy.random.get_state()
-    with torch.random.fork_rng(devices=[]):
-        try:
-            yield
-        finally:
-            random.setstate(python_state)
-            if numpy is not None:
-                numpy.random.set_state(numpy_state)
+    states = RandomStates()
+    try:
+        yield
+    finally:
+        states.restore()
 
 
 def seed_everything(seed: int) -> None:

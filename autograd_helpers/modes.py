@@ -24,9 +24,9 @@ from typing import Any
 from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
-from autograd_helpers._common.state import kept_as_found
 from autograd_helpers._common.tables import html_table, text_table
 from autograd_helpers._modes_rows import GRAD_MODES, dropout_active, row
+from autograd_helpers._profiling_state import modules_as_found
 from autograd_helpers._randomness import random_states_kept
 
 __all__ = ["MODE_COLUMNS", "ModeTable", "mode_table", "preserved_state"]
@@ -60,18 +60,23 @@ def _check_materialised(caller: str, model: nn.Module) -> None:
 
 @contextlib.contextmanager
 def preserved_state(model: nn.Module) -> Iterator[None]:
-    """Run a block, then put back ``model``'s train/eval flags, parameters, buffers and grads.
+    """Run a block, then put back ``model``'s train/eval flags, parameters, buffers and grads,
+    and its other attributes.
 
     Every submodule's flag, and every parameter and buffer (persistent or not) is put back:
     the very tensor object the module held, its values, dtype, ``requires_grad`` and
     ``.grad`` (after a ``model.double()`` inside, all of it is float32 again), and what the
     module has by name (a parameter deleted, a buffer added or a submodule replaced inside
-    is undone). Inside the block the model works on copies of its buffers, so batch norm's
-    running statistics are never written back into: a graph recorded inside still runs
-    backward after it. Parameters are the model's own (an optimizer must step them): values
-    that changed inside (an optimizer step) are copied back into them, so a graph recorded
-    inside that saved such a parameter fails backward afterwards with PyTorch's "modified
-    by an inplace operation", as after any other in-place change to it.
+    is undone). So are the other attributes of the model and its submodules (a counter or a
+    cursor that forward moves, as detectron2's ``CycleBatchNormList`` does with
+    ``self._pos``; an attribute forward creates is removed) and those set on parameters and
+    buffers (BinaryNet's ``self.bias.org``). Inside the block the model works on copies of
+    its buffers, so batch norm's running statistics are never written back into: a graph
+    recorded inside still runs backward after it. Parameters are the model's own (an
+    optimizer must step them): values that changed inside (an optimizer step) are copied
+    back into them, so a graph recorded inside that saved such a parameter fails backward
+    afterwards with PyTorch's "modified by an inplace operation", as after any other
+    in-place change to it.
 
     Example::
 
@@ -86,7 +91,7 @@ def preserved_state(model: nn.Module) -> Iterator[None]:
             f"preserved_state(): model must be an nn.Module, got {type(model).__name__}"
         )
     _check_materialised("preserved_state", model)
-    with kept_as_found([model]):
+    with modules_as_found([model]):
         yield
 
 
@@ -211,9 +216,12 @@ def mode_table(model: nn.Module, x: Tensor, *, seed: int = 0) -> ModeTable:
     all of its tensors: it requires grad if any of them does, equals the train output if all
     of them do, is random if any of them is, and backward runs from the sum of all of them.
 
-    Nothing is changed: the model's state is restored after every row (also when it raises),
-    every ``.grad`` is left as found (the parameters' and ``x``'s), and so are torch's,
-    Python's and NumPy's random states.
+    Nothing is changed, and every forward the table runs starts from the model as the caller
+    has it: the model's state (:func:`preserved_state`: its flags, parameters, buffers and
+    other attributes, a cursor that forward moves or an attribute it creates included) is
+    put back after every row and every run (also when it raises), every ``.grad`` is left as
+    found (the parameters' and ``x``'s), and so are torch's, Python's and NumPy's random
+    states.
 
     The cost: the model runs forward ten times (each module mode's three rows, and two
     runs that tell whether its output is random), and up to sixteen when it draws random

@@ -140,8 +140,10 @@ def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> 
       handed has its values back, found by watching the operators (a ``TorchDispatchMode``):
       so the buffers of a module that no name leads to come back too;
     - the graph's leaves (a closure's weight tensor) have their ``.grad`` back;
-    - those modules' other attributes are put back too: a counter (``self.calls += 1``), a
-      cache, a list they append to, a hook ``fn`` registers on them;
+    - those modules' other attributes are put back too, their submodules' and those set on
+      their parameters and buffers: a counter (``self.calls += 1``), a cache, an attribute
+      forward creates (xformers' ``record_rng`` sets ``self.cpu_state``), a list they
+      append to, a hook ``fn`` registers on them;
     - the gradient scalers ``fn`` reaches by name (``torch.amp.GradScaler``, whose scale
       grows or backs off at every ``update()``) have their state back, a fresh one too;
     - the environment variables that silence the profiler's logs are as they were.

@@ -31,22 +31,23 @@ tensor that requires grad and is neither is refused in one sentence.
 The gradients come from leaves cut off from the caller's graph, so they cannot be
 differentiated with respect to the real inputs. For a second derivative (``backward``
 runs with ``create_graph=True``), the built-in runs again on the real inputs, from the
-torch CPU random state forward had, and that graph is differentiated instead, itself
-differentiably.
+state forward started from (the random states, torch's, Python's and NumPy's, and its
+modules' attributes, flags and buffers: a cursor that forward moves is where forward found
+it), and that graph is differentiated instead, itself differentiably; the modules are put
+back afterwards.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from torch.autograd import Function
 
 from autograd_helpers._common.nodes import accumulated_leaf, is_accumulate_grad
-from autograd_helpers._common.reach import modules_reachable, reachable
-from autograd_helpers._common.state import kept_as_found
+from autograd_helpers._wrap_call import BuiltinCall, Start
 
 __all__ = ["IsolatedSubgraph", "wrap_builtin"]
 
@@ -64,15 +65,13 @@ class IsolatedSubgraph(Function):
     label = "builtin"  # what the built-in is called in messages: each subclass names its own
 
     @staticmethod
-    def forward(
-        ctx: Any, call: Callable[[Sequence[Tensor]], Any], count: int, *tensors: Tensor
-    ) -> Any:
+    def forward(ctx: Any, call: BuiltinCall, count: int, *tensors: Tensor) -> Any:
         needs = ctx.needs_input_grad[2:]
         given, used = tensors[:count], tensors[count:]
         # 1. fresh leaves: same memory (and version counter), none of the caller's graph
         leaves = [t.detach().requires_grad_(need) for t, need in zip(given, needs, strict=False)]
         # 2. record the built-in's own graph on them (and on the parameters it uses)
-        ctx.call, ctx.rng = call, torch.get_rng_state()
+        ctx.start = Start(call)  # for a second derivative: run again from here
         with torch.enable_grad():
             result = call(leaves)
         outputs = result if isinstance(result, tuple) else (result,)
@@ -92,7 +91,9 @@ class IsolatedSubgraph(Function):
         inputs, outputs = [*saved.leaves, *saved.used], saved.outputs
         second = torch.is_grad_enabled()  # create_graph=True: the gradients need a graph
         if second:  # one that reaches the real inputs: run the built-in again on them
-            inputs, outputs = _run_again(ctx, saved.given, saved.used)
+            result = ctx.start.run_again(saved.given)
+            inputs = [*saved.given, *saved.used]
+            outputs = result if isinstance(result, tuple) else (result,)
         grads = _gradients(inputs, ctx.needs_input_grad[2:], outputs, grad_outputs, second)
         return (None, None, *grads)
 
@@ -142,18 +143,6 @@ def _gradients(
     return [next(found) if need else None for need in needs]
 
 
-def _run_again(
-    ctx: Any, given: Sequence[Tensor], used: Sequence[Tensor]
-) -> tuple[list[Tensor], Sequence[Tensor]]:
-    """The built-in run again on the real inputs, from forward's random state: a graph that
-    reaches the caller's, for gradients that can be differentiated again. Its modules run on
-    copies of their buffers: batch norm's running statistics count the batch once."""
-    with torch.random.fork_rng(devices=[]), kept_as_found(modules_reachable(ctx.call)):
-        torch.set_rng_state(ctx.rng)
-        result = ctx.call(list(given))
-    return [*given, *used], result if isinstance(result, tuple) else (result,)
-
-
 def _refuse_unrouted(label: str, outputs: Sequence[Tensor], inputs: Sequence[Tensor]) -> None:
     """Refuse a subgraph that reaches a tensor requiring grad that is not one of ``inputs``:
     its gradient would be lost (a weight the built-in finds by a route not followed)."""
@@ -179,44 +168,6 @@ def _refuse_unrouted(label: str, outputs: Sequence[Tensor], inputs: Sequence[Ten
         stack.extend(child for child, _ in node.next_functions if child is not None)
 
 
-def _tensors_in(value: Any) -> Iterator[Tensor]:
-    """The tensors in an argument: itself, or in its lists, tuples and dicts, in order."""
-    if isinstance(value, Tensor):
-        yield value
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _tensors_in(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors_in(item)
-
-
-def _rebuilt(value: Any, leaves: Iterator[Tensor]) -> Any:
-    """``value`` with each tensor in it, in :func:`_tensors_in`'s order, the next leaf."""
-    if isinstance(value, Tensor):
-        return next(leaves)
-    if isinstance(value, list):
-        return [_rebuilt(item, leaves) for item in value]
-    if isinstance(value, tuple):
-        items = [_rebuilt(item, leaves) for item in value]
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)  # namedtuple
-    if isinstance(value, dict):
-        return {key: _rebuilt(item, leaves) for key, item in value.items()}
-    return value
-
-
-def _used_as_they_are(roots: Sequence[object], given: Sequence[Tensor]) -> list[Tensor]:
-    """The tensors requiring grad that calling the built-in reaches besides its argument
-    tensors: the parameters of the modules it reaches (an argument, itself, a closure's)."""
-    skip = {id(t) for t in given}
-    found: dict[int, Tensor] = {}
-    for _, item in reachable(*roots, kinds=(Tensor, nn.Module)):
-        for t in item.parameters() if isinstance(item, nn.Module) else [item]:
-            if t.requires_grad and id(t) not in skip:
-                found.setdefault(id(t), t)
-    return list(found.values())
-
-
 def _camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.split("_")) or "Builtin"
 
@@ -231,7 +182,8 @@ def wrap_builtin(fn: Callable[..., Any], *, name: str | None = None) -> Callable
     globals name); everything else is passed through unchanged. Gradients equal ``fn``'s
     exactly, for every floating-point tensor input and parameter; a second
     ``backward(retain_graph=True)`` works; so does double backward (a Hessian): the built-in
-    then runs again on the real inputs, from the CPU random state its forward had. A tensor
+    then runs again on the real inputs, from the state its forward started from (the random
+    states, and its modules' attributes, flags and buffers), and the modules are put back. A tensor
     requiring grad that ``fn`` reaches by another route is refused with a ``ValueError``.
 
     Args:
@@ -263,21 +215,8 @@ def wrap_builtin(fn: Callable[..., Any], *, name: str | None = None) -> Callable
     )
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        given = list(_tensors_in((args, kwargs)))
-        used = _used_as_they_are((fn, args, kwargs), given)
-
-        def call(leaves: Sequence[Tensor]) -> Any:
-            new_args, new_kwargs = _rebuilt((args, kwargs), iter(leaves))
-            result = fn(*new_args, **new_kwargs)
-            outputs = result if isinstance(result, tuple) else (result,)
-            if not outputs or not all(isinstance(o, Tensor) for o in outputs):
-                raise TypeError(
-                    f"wrap_builtin({label}): the built-in must return a tensor or a tuple of "
-                    f"tensors, got {type(result).__name__}"
-                )
-            return result
-
-        return function.apply(call, len(given), *given, *used)
+        call = BuiltinCall(fn, label, args, kwargs)
+        return function.apply(call, len(call.given), *call.given, *call.used)
 
     wrapped.__name__ = wrapped.__qualname__ = f"wrapped_{label}"
     wrapped.__doc__ = f"``{label}`` inside a custom Function (see :func:`wrap_builtin`)."

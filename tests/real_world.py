@@ -10,6 +10,13 @@ tool go wrong, as the library does it.
   and reseeds torch inside forward (the block is deterministic); backward calls
   ``.backward()`` on a recomputed subgraph, which fills the block's parameters' ``.grad``
   as a side effect, and deletes ``ctx.y`` (it runs once per forward).
+- detectron2's ``CycleBatchNormList``: forward moves a cursor, ``self._pos``, a plain
+  attribute, and the next call takes the other branch.
+- xformers' ``Deterministic.record_rng``: forward creates ``self.cpu_state`` in train mode.
+- BinaryNet's ``BinarizeLinear``: forward sets an attribute on a parameter,
+  ``self.bias.org``, which its training loop branches on.
+- normflows' ``ActNorm``: the first forward initialises the parameters from the batch
+  through ``.data`` (autograd sees nothing) and sets a flag buffer.
 """
 
 from __future__ import annotations
@@ -152,3 +159,59 @@ class ReversibleSequence(nn.Module):
 
     def forward(self, x):
         return ReversibleModuleFunction.apply(x, self.reversible_blocks)
+
+
+class Cycle(nn.Module):
+    """detectron2's CycleBatchNormList, to its cursor: two domains, taken in turn."""
+
+    def __init__(self, features: int = 3) -> None:
+        super().__init__()
+        self.lin = nn.Linear(features, features)
+        self._pos = 0
+
+    def forward(self, x):
+        y = self.lin(x) * (1.0 + self._pos)
+        self._pos = (self._pos + 1) % 2
+        return y
+
+
+class Deterministic(nn.Module):
+    """xformers' Deterministic: records the random state it ran with, in train mode."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+        self.cpu_state: torch.Tensor  # annotated only: created by forward
+
+    def forward(self, x):
+        if self.training:
+            self.cpu_state = torch.get_rng_state()
+        return self.net(x)
+
+
+class BinarizeLinear(nn.Linear):
+    """BinaryNet's BinarizeLinear: binary weights, and the bias's real value kept on it."""
+
+    def forward(self, x):
+        out = nn.functional.linear(x, self.weight.sign())
+        if self.bias is not None:
+            self.bias.org = self.bias.data.clone()
+            out = out + self.bias.view(1, -1).expand_as(out)
+        return out
+
+
+class ActNorm(nn.Module):
+    """normflows' ActNorm: scale and shift initialised from the first batch, through .data."""
+
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.s = nn.Parameter(torch.zeros(1, features))
+        self.t = nn.Parameter(torch.zeros(1, features))
+        self.register_buffer("data_dep_init_done", torch.tensor(0.0))
+
+    def forward(self, z):
+        if not self.data_dep_init_done > 0.0:
+            self.s.data = -torch.log(z.std(dim=0, keepdim=True) + 1e-6).data
+            self.t.data = (-z.mean(dim=0, keepdim=True) * torch.exp(self.s)).data
+            self.data_dep_init_done = torch.tensor(1.0)
+        return z * torch.exp(self.s) + self.t, self.s.sum()

@@ -16,7 +16,9 @@ from autograd_helpers.anomaly import (
     find_nan_origin,
 )
 from tests.real_world import (
+    ActNorm,
     AdditiveCoupling,
+    BinarizeLinear,
     InvertibleModuleWrapper,
     ReversibleSequence,
 )
@@ -1313,7 +1315,7 @@ def test_a_recurrent_state_carried_across_iterations_leads_with_detach():
 
     report = explain_inplace_error(train, torch.randn(3, 3))
     assert report.found and report.changer == "optimizer", report.message
-    fix = report.message.split("AsStrided). ")[-1]
+    fix = report.message.split("changed it in place). ")[-1]
     assert fix.startswith("This backward, run in a loop, reached back"), report.message
     assert "`h = h.detach()`" in fix and fix.index("h.detach()") < fix.index("as in a GAN")
 
@@ -1605,3 +1607,86 @@ def test_a_gan_reusing_one_generator_output_leads_with_computing_it_again_not_de
     assert "move `fake = net_g(noise)` into the loop" in fix
     assert "Do not `.detach()` it instead" in fix and "get no gradient" in fix
     assert "detach the carried tensor" not in report.message
+
+
+# --- issue 25: the fresh-eyes audit on real code ----------------------------------------------
+
+
+def test_the_unbiased_std_of_one_value_is_named_with_torchs_own_warning():
+    # normflows' BatchNorm flow on a batch of one: std over dim 0 divides by n - 1 = 0.
+    def batchnorm_flow(z):
+        mean = torch.mean(z, dim=0, keepdim=True)
+        std = torch.std(z, dim=0, keepdim=True)
+        return ((z - mean) / torch.sqrt(std**2 + 1e-10)).sum()
+
+    origin = find_nan_origin(batchnorm_flow, torch.randn(1, 3))
+    assert origin.found and origin.node == "std", origin.message
+    assert "degrees of freedom is <= 0" in origin.message  # PyTorch's warning, shown
+    assert "`correction=0`" in origin.message and "n − correction" in origin.message
+    assert "check the values reaching it" not in origin.message
+
+
+@pytest.mark.parametrize("tool", [find_nan_origin, explain_inplace_error])
+def test_parameters_a_forward_initialises_through_data_are_put_back(tool):
+    # normflows' ActNorm: the first batch sets s and t through .data, and a flag buffer;
+    # the flag was put back, the parameters were left NaN: no real call leaves that.
+    flow = ActNorm(3)
+    tool(lambda z: sum(t.sum() for t in flow(z)), torch.randn(1, 3))
+    assert float(flow.data_dep_init_done) == 0.0
+    assert not flow.s.detach().any() and not flow.t.detach().any()
+
+
+@pytest.mark.parametrize("tool", [find_nan_origin, explain_inplace_error])
+def test_an_attribute_forward_sets_on_a_parameter_is_removed(tool):
+    layer = BinarizeLinear(3, 2)  # BinaryNet: `self.bias.org = ...` in forward
+    tool(lambda x: layer(x).sum(), torch.ones(1, 3))
+    assert not hasattr(layer.bias, "org")
+
+
+def test_a_learning_rate_too_high_is_blamed_when_the_nan_appears_in_backward():
+    # MorvanZhou's regression tutorial with lr=10: the loss overflows, a step makes the
+    # output bias -inf, the next prediction is -inf, and backward makes NaN of it (0 × ∞).
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(1, 10), torch.nn.ReLU(), torch.nn.Linear(10, 1))
+    opt = torch.optim.SGD(net.parameters(), lr=10.0)
+    x = torch.linspace(-1, 1, 100).unsqueeze(1)
+    y = x.pow(2) + 0.2 * torch.rand(x.size())
+
+    def train():
+        for _ in range(40):
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return loss
+
+    origin = find_nan_origin(train)
+    assert origin.found and origin.node == "optimizer step", origin.message
+    assert origin.stage == "backward"
+    assert "into the parameter `2.bias` of `net`" in origin.message
+    assert "learning rate is too high" in origin.message and "`AddmmBackward0`" in origin.message
+    assert "keep its input in the range" not in origin.message  # not mse_loss's doing
+    assert origin.message.count("re-create") == 1
+
+
+def test_a_view_changed_in_place_is_not_given_the_name_of_the_tools_own_run():
+    # torchvision's MLP (ReLU and Dropout in place) on a 1-D input: `linear` returns a view;
+    # PyTorch's error calls it "output 0 of Relu" after a plain backward, "of AsStrided"
+    # after a backward that keeps the graph (retain_graph=True), as the tool's own does.
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 3)
+
+    def block(x):
+        h = torch.nn.functional.relu(lin(x), inplace=True)
+        return torch.nn.functional.dropout(h, 0.5, training=True, inplace=True).sum()
+
+    for keep, name in ((False, "Relu"), (True, "AsStrided")):  # the fact, on torch itself
+        with pytest.raises(RuntimeError, match=f"output 0 of {name},"):
+            torch.autograd.grad(block(torch.rand(3)), lin.weight, retain_graph=keep)
+    report = explain_inplace_error(block, torch.rand(3))
+    assert report.found and report.changer == "computed", report.message
+    assert "calls it output 0 of AsStrided)" not in report.message
+    said = "a view: PyTorch's error calls it output 0 of AsStrided, or of the op that saved it"
+    assert said in report.message
+    flat = explain_inplace_error(block, torch.rand(2, 3))  # no view: the name is PyTorch's
+    assert "(PyTorch's error calls it output 0 of Relu)" in flat.message

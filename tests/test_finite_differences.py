@@ -12,7 +12,13 @@ from autograd_helpers.finite_differences import (
     eps_sweep,
     plot_eps_sweep,
 )
-from tests.real_world import AdditiveCoupling, InvertibleModuleWrapper, ReversibleSequence
+from tests.real_world import (
+    AdditiveCoupling,
+    BinarizeLinear,
+    Cycle,
+    InvertibleModuleWrapper,
+    ReversibleSequence,
+)
 
 matplotlib.use("Agg")
 DOUBLE = torch.float64
@@ -407,3 +413,26 @@ def test_eps_sweep_on_a_backward_that_refuses_autograd_grad_says_so_in_one_sente
     block = InvertibleModuleWrapper(AdditiveCoupling()).double()
     with pytest.raises(ValueError, match=r"f's backward refuses torch\.autograd\.grad"):
         eps_sweep(lambda t: block(t), _x(2, 4), [1e-6])
+
+
+# --- issue 25: the fresh-eyes audit on real code ----------------------------------------------
+
+
+def test_each_evaluation_runs_from_the_callers_module_state():
+    # detectron2's CycleBatchNormList moves `self._pos` at every call: central differences
+    # of the function the caller's next call computes, not a refusal nor noise.
+    torch.manual_seed(0)
+    model = Cycle().double()
+    x = torch.randn(2, 3, dtype=DOUBLE)
+    numerical = central_difference(lambda t: model(t).sum(), x)
+    assert model._pos == 0
+    leaf = x.clone().requires_grad_()
+    (analytical,) = torch.autograd.grad(model(leaf).sum(), leaf)
+    torch.testing.assert_close(numerical, analytical)
+
+
+def test_an_attribute_forward_sets_on_a_parameter_is_removed():
+    layer = BinarizeLinear(3, 2).double()  # BinaryNet: `self.bias.org = ...` in forward
+    central_difference(lambda t: layer(t).sum(), torch.ones(1, 3, dtype=DOUBLE))
+    eps_sweep(lambda t: layer(t).sum(), torch.ones(1, 3, dtype=DOUBLE), [1e-3])
+    assert not hasattr(layer.bias, "org")

@@ -407,3 +407,31 @@ def test_a_custom_function_node_is_read_from_the_node_never_from_its_source(func
     assert saved_tensors_of(y.grad_fn) == ("freed",)
     with pytest.raises(RuntimeError, match="already been freed"):
         y.grad_fn.saved_tensors  # noqa: B018 (torch's own answer for the same node)
+
+
+# --- issue 25: the fresh-eyes audit on real code ----------------------------------------------
+
+
+def test_indexing_by_a_mask_or_an_index_lists_the_indices_it_saved():
+    # pytorch3d's acos_linear_extrapolation indexes with masks: IndexBackward0 and
+    # IndexPutBackward0 save their indices as a list of tensors, which read as nothing.
+    x = torch.linspace(-1.2, 1.2, 1000, requires_grad=True)
+    mask = x.detach() > 0.5
+    picked = x[mask]
+    assert saved_tensors_of(picked.grad_fn) == ("indices[0] 1000",)
+    out = torch.empty_like(x)
+    out[mask] = torch.acos(x[mask].clamp(-1, 1))
+    assert saved_tensors_of(out.grad_fn) == ("indices[0] 1000",)
+    columns = torch.ones(3, 4, requires_grad=True)[:, torch.tensor([0, 2])]
+    assert saved_tensors_of(columns.grad_fn) == ("indices[1] 2",)  # None: a full slice
+    assert "[saved: indices[0] 1000]" in str(autograd_graph(picked.sum(), saved=True))
+    picked.sum().backward()
+    assert saved_tensors_of(picked.grad_fn) == ("freed",)
+
+
+def test_indices_packed_by_a_hook_are_said_so_never_unpacked():
+    unpacked = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: unpacked.append(t) or t):
+        y = torch.ones(3, 4, requires_grad=True)[:, torch.tensor([0, 2])]
+    assert saved_tensors_of(y.grad_fn) == ("indices[1] packed by a saved_tensors_hooks hook",)
+    assert unpacked == []

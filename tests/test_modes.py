@@ -8,7 +8,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograd_helpers.modes import MODE_COLUMNS, ModeTable, mode_table, preserved_state
-from tests.real_world import AdditiveCoupling, InvertibleModuleWrapper, ReversibleSequence
+from tests.real_world import (
+    AdditiveCoupling,
+    BinarizeLinear,
+    Cycle,
+    Deterministic,
+    InvertibleModuleWrapper,
+    ReversibleSequence,
+)
 
 
 def _model() -> nn.Module:
@@ -583,3 +590,59 @@ def test_dropout_active_is_whether_the_output_could_have_come_out_otherwise(cert
     rows = _by_key(mode_table(_Drawing(certain), torch.randn(1, 3)))
     assert rows["train", "no_grad"]["dropout active"] is active
     assert rows["eval", "no_grad"]["dropout active"] is False
+
+
+# --- issue 25: the fresh-eyes audit on real code ----------------------------------------------
+
+
+def test_every_forward_runs_from_the_callers_module_state_a_cursor_included():
+    # detectron2's CycleBatchNormList moves `self._pos` in forward: a row that ran from the
+    # row before's cursor computed another branch, and the table called it "dropout active".
+    torch.manual_seed(0)
+    model, seen = Cycle(), []
+    model.register_forward_pre_hook(lambda module, args: seen.append(module._pos))
+    table = mode_table(model, torch.randn(2, 3))
+    assert seen and set(seen) == {0}, seen
+    assert not any(record["dropout active"] for record in table), str(table)
+    assert all(record["equal to train output"] for record in table), str(table)
+    assert model._pos == 0
+
+
+def test_a_cycling_batch_norm_runs_its_first_norm_in_every_row():
+    class CycleNorm(nn.ModuleList):  # detectron2's CycleBatchNormList, affine off
+        def __init__(self):
+            super().__init__([nn.BatchNorm1d(3), nn.BatchNorm1d(3)])
+            self._pos = 0
+
+        def forward(self, x):
+            out = self[self._pos](x)
+            self._pos = (self._pos + 1) % len(self)
+            return out
+
+    norm = CycleNorm()
+    norm[1].running_mean.fill_(5.0)  # the second norm would shift eval's output by 5
+    rows = _by_key(mode_table(nn.Sequential(nn.Linear(3, 3), norm), torch.randn(4, 3)))
+    assert all(not r["dropout active"] for r in rows.values())
+    eval_rows = [rows["eval", grad] for grad in ("enabled", "no_grad", "inference_mode")]
+    assert all(not r["equal to train output"] for r in eval_rows)  # running vs batch stats
+    assert norm._pos == 0 and float(norm[0].running_mean.abs().sum()) == 0.0
+
+
+def test_an_attribute_set_on_a_parameter_in_forward_is_removed():
+    # BinaryNet's training loop branches on hasattr(p, "org"): a table must not add it.
+    torch.manual_seed(0)
+    model = nn.Sequential(BinarizeLinear(4, 6), nn.Tanh())
+    model[0].weight.note = note = object()  # the caller's own attribute stays, as it was
+    mode_table(model, torch.randn(8, 4))
+    assert not hasattr(model[0].bias, "org")
+    assert model[0].weight.note is note
+
+
+def test_an_attribute_a_submodules_forward_creates_is_removed():
+    # xformers' Deterministic.record_rng sets `self.cpu_state` in train mode.
+    model = nn.Sequential(Deterministic(nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.2))))
+    mode_table(model, torch.randn(3, 4))
+    assert not hasattr(model[0], "cpu_state")
+    with preserved_state(model):
+        model(torch.randn(3, 4))
+    assert not hasattr(model[0], "cpu_state")

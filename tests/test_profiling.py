@@ -16,7 +16,7 @@ from autograd_helpers._common.memory_guard import MemoryGuard
 from autograd_helpers._common.reach import modules_reachable
 from autograd_helpers.memory import saved_tensor_bytes
 from autograd_helpers.profiling import PROFILE_COLUMNS, Comparison, compare, profile_ops
-from tests.real_world import ReversibleSequence
+from tests.real_world import BinarizeLinear, Deterministic, ReversibleSequence
 
 matplotlib.use("Agg")
 
@@ -410,3 +410,16 @@ def test_profiling_a_model_that_draws_from_pythons_and_numpys_random_leaves_them
     np.random.seed(3)
     profile_ops(step, torch.randn(2, 4))
     assert (random.random(), np.random.rand()) == expected
+
+
+# --- issue 25: the fresh-eyes audit on real code ----------------------------------------------
+
+
+def test_attributes_forward_sets_on_a_submodule_or_a_parameter_are_removed():
+    # xformers' Deterministic (record_rng), nested in a container as its reversible blocks
+    # nest it, and BinaryNet's BinarizeLinear (`self.bias.org`): only the top-level
+    # module's attributes were put back.
+    model = nn.Sequential(Deterministic(nn.Sequential(BinarizeLinear(4, 4), nn.Dropout(0.2))))
+    profile_ops(lambda x: model(x).sum(), torch.randn(3, 4))
+    assert not hasattr(model[0], "cpu_state")
+    assert not hasattr(model[0].net[0].bias, "org")

@@ -11,6 +11,7 @@ from torch import nn
 from torch.autograd import gradcheck, gradgradcheck
 
 from autograd_helpers.wrap import wrap_builtin
+from tests.real_world import Cycle
 
 DOUBLE = torch.float64
 
@@ -227,3 +228,49 @@ def test_a_second_derivative_counts_a_train_mode_batch_once_in_the_running_stati
     (g,) = torch.autograd.grad(model(x).pow(2).sum(), x, create_graph=True)
     g.sum().backward()
     torch.testing.assert_close(hessian_row, x.grad)
+
+
+# --- issue 25: the fresh-eyes audit on real code ----------------------------------------------
+
+
+def _first_and_second(module, x, wrapped):
+    """The first and second derivatives of sum(module(x)³), from the cursor at 0."""
+    module._pos = 0
+    leaf = x.clone().requires_grad_()
+    call = wrap_builtin(module) if wrapped else module
+    (first,) = torch.autograd.grad(call(leaf).pow(3).sum(), leaf, create_graph=True)
+    (second,) = torch.autograd.grad(first.sum(), leaf)
+    return first.detach(), second, module._pos
+
+
+def test_a_second_derivative_reruns_from_the_module_state_forward_started_from():
+    # detectron2's CycleBatchNormList moves `self._pos` in forward: the rerun for the
+    # second derivative took the other branch, and the first derivative came out wrong too.
+    torch.manual_seed(1)
+    module = Cycle().double()
+    x = torch.randn(6, 3, dtype=DOUBLE)
+    first, second, cursor = _first_and_second(module, x, wrapped=True)
+    want_first, want_second, want_cursor = _first_and_second(module, x, wrapped=False)
+    torch.testing.assert_close(first, want_first)
+    torch.testing.assert_close(second, want_second)
+    assert cursor == want_cursor == 1  # moved once, by forward
+
+
+def test_a_second_derivative_reruns_from_pythons_random_state_forward_started_from():
+    # revtorch's fix_random_seed: forward reseeds torch from Python's random.
+    import random
+
+    class Reseeding(nn.Module):
+        def forward(self, t):
+            torch.manual_seed(random.randint(0, 2**31))
+            return F.dropout(t, 0.5, training=True)
+
+    x = torch.randn(8, dtype=DOUBLE)
+
+    def second(call):
+        random.seed(5)
+        leaf = x.clone().requires_grad_()
+        (g,) = torch.autograd.grad(call(leaf).pow(3).sum(), leaf, create_graph=True)
+        return torch.autograd.grad(g.sum(), leaf)[0]
+
+    torch.testing.assert_close(second(wrap_builtin(Reseeding())), second(Reseeding()))

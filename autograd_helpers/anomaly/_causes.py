@@ -13,7 +13,8 @@ import re
 import torch
 
 from autograd_helpers.anomaly._attention import attention_nan
-from autograd_helpers.anomaly._forward import Made
+from autograd_helpers.anomaly._records import Made
+from autograd_helpers.anomaly._warned import warned_cause
 
 __all__ = [
     "CUSTOM",
@@ -246,7 +247,7 @@ def forward_nan(made: Made) -> str:
             f"it met an infinity that fn did not make (an input or a parameter holds inf), and "
             f"{nan_form(made.op)} is NaN. Find where that infinity was made."
         )
-    return _FORWARD_NAN.get(made.op, _FORWARD_NAN_DEFAULT)
+    return warned_cause(made, _FORWARD_NAN.get(made.op, _FORWARD_NAN_DEFAULT))
 
 
 def forward_cause(made: Made) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -17,6 +17,7 @@ from autograd_helpers.anomaly._frames import (
     optimizer_running,
 )
 from autograd_helpers.anomaly._own import OwnBackward, backward_call
+from autograd_helpers.anomaly._records import InPlace, Made
 from autograd_helpers.anomaly._saved import SavedValues
 from autograd_helpers.anomaly._tensors import infinity_in, kind_of, storage_of, version_of
 
@@ -68,73 +69,19 @@ def _written(name: str, args: tuple[Any, ...], tensor: Tensor) -> Tensor | None:
     return part if same and part._base is not None else None
 
 
+def _first_line(heard: Sequence[warnings.WarningMessage]) -> str:
+    """What the first of ``heard`` says, without PyTorch's "(Triggered internally at ...)";
+    deprecations left out (torch's lazy imports raise some: nothing about the values)."""
+    said = [w for w in heard if not issubclass(w.category, DeprecationWarning)]
+    if not said:
+        return ""
+    return str(said[0].message).split(" (Triggered internally")[0].strip()
+
+
 def _reads_gradient(func: Any) -> bool:
     """Whether ``func`` is the getter of ``Tensor.grad`` (an optimizer reads it)."""
     owner = getattr(func, "__self__", None)
     return getattr(func, "__name__", "") == "__get__" and getattr(owner, "__name__", "") == "grad"
-
-
-@dataclass(frozen=True)
-class Made:
-    """An op of forward that made a NaN (or an infinity) from arguments without one."""
-
-    kind: str  # "nan" or "inf"
-    op: str
-    line: str
-    value: str  # "NaN", "inf", "-inf" or "±inf"
-    storages: tuple[Any, ...] = field(repr=False)  # held, so that no later tensor reuses them
-    infinite_argument: bool = False  # a NaN made from an argument holding an infinity
-    from_op: Made | None = None  # the op where that infinity started
-    dtype: torch.dtype = torch.float32  # of the tensor that holds it: where it overflows
-    hook: str = ""  # made inside a module's forward hook: "forward hook of Linear"
-    backwards_before: int = 0  # how many backward passes fn had run itself when it was made
-    # The op's mask arguments by name (attention's `key_padding_mask`, `attn_mask`).
-    masks: tuple[tuple[str, Tensor], ...] = field(default=(), repr=False)
-    # The optimizer step that put the infinity this op met into a parameter.
-    from_step: InPlace | None = field(default=None, repr=False)
-
-    def holds(self, tensor: Tensor) -> bool:
-        return storage_of(tensor) in {s.data_ptr() for s in self.storages}
-
-
-@dataclass(frozen=True)
-class InPlace:
-    """An op of forward that increased the version of one of its arguments."""
-
-    op: str
-    line: str
-    shape: tuple[int, ...]
-    dtype: torch.dtype
-    version: int  # before the change
-    target: Tensor = field(repr=False)  # the tensor changed (held: its memory stays its own)
-    by_optimizer: bool = False  # made inside a `torch.optim` optimizer's `step()`
-    side_effect: bool = False  # an op not in place by its name (`embedding` with max_norm)
-    # The worst value the op left in the tensor, "", "inf" or "nan": noted for an optimizer's
-    # step only (a step that put inf into a parameter explains the next forward's NaN).
-    kind_after: str = ""
-    backwards_before: int = 0  # how many backward passes fn had run itself by then
-    in_module_forward: bool = False  # made inside a module's own `forward` method
-    # The part of `target` written, when the op says (`y[3] = 5.0` writes `y[3]`), a view.
-    written: Tensor | None = field(default=None, repr=False)
-
-    def changed(self, tensor: Tensor) -> bool:
-        """Whether this op changed ``tensor``: the same memory and the same version counter.
-
-        Sharing memory is not enough: `y.data` and `torch.from_numpy(y.numpy())` share
-        `y`'s memory but not its version counter, so autograd never sees their changes. The
-        counters are compared by moving ``tensor``'s one on, which changes no value; only
-        when they read the same, since each move also reaches the caller's tensor.
-        """
-        if storage_of(self.target) != storage_of(tensor):
-            return False
-        before = version_of(self.target)
-        if before is None or before != version_of(tensor):
-            return False  # two counters that differ now are not one counter
-        try:
-            torch.autograd.graph.increment_version(tensor)
-        except RuntimeError:  # an inference tensor has no version counter
-            return False
-        return version_of(self.target) == before + 1
 
 
 class Watch(TorchFunctionMode):
@@ -161,6 +108,9 @@ class Watch(TorchFunctionMode):
         # The leaves that require grad forward used (parameters), by id: a backward that
         # must fill `.grad` (through a reentrant checkpoint) puts theirs back afterwards.
         self.leaves: dict[int, Tensor] = {}
+        # The warnings recorded meanwhile (`warnings.catch_warnings(record=True)`'s list):
+        # those an op raised are noted with it (std's "degrees of freedom is <= 0").
+        self.caught: list[warnings.WarningMessage] = []
 
     @property
     def first_nan(self) -> Made | None:
@@ -198,6 +148,7 @@ class Watch(TorchFunctionMode):
         # An op that writes into an argument overwrites what it was given: what it met (an
         # infinity that `mul_(0)` turns into NaN) is read before it runs.
         kinds = [kind_of(t) for t in arguments] if _in_place_by_name(name, kwargs) else None
+        heard = len(self.caught)
         result = func(*args, **kwargs)
         self.ops.add(_op_name(func))
         changed: set[int] = set()
@@ -226,7 +177,8 @@ class Watch(TorchFunctionMode):
         if self.saved is not None:
             self.saved.note(_tensors([result]), len(self.inplace))
         if not _reads_gradient(func):  # reading `p.grad` is no op of forward
-            self._note_non_finite(_op_name(func), arguments, result, kwargs, kinds)
+            warned = _first_line(self.caught[heard:])
+            self._note_non_finite(_op_name(func), arguments, result, kwargs, kinds, warned)
         return result
 
     def _note_non_finite(
@@ -236,6 +188,7 @@ class Watch(TorchFunctionMode):
         result: Any,
         kwargs: dict[str, Any],
         kinds_before: list[str] | None = None,
+        warned: str = "",
     ) -> None:
         if len(self.made) >= MAX_MADE:
             return
@@ -252,21 +205,20 @@ class Watch(TorchFunctionMode):
                 self.nan_use_after = len(self.backwards)
             return
         infinite = [t for t, kind in given if kind == "inf"]
+        # The op that made the infinity it met, or the optimizer step that put it into a
+        # parameter, or else (it was passed along, by `sum` say) the first op that made one.
+        source = next((m for t in infinite if (m := self.made_for(t, "inf"))), None)
+        step = self._stepped_into(infinite) if infinite and source is None else None
         if "nan" in kinds:
             kind, value = "nan", "NaN"
             dtype = next(t for t in results if kind_of(t) == "nan").dtype
-        elif not infinite:
+        elif not infinite or step is not None:  # made here, or passed on from a parameter
             holder = next(t for t in results if kind_of(t) == "inf")
             kind, value, dtype = "inf", infinity_in(holder), holder.dtype
         else:
             return  # an infinity passed along, not made here
-        # The op that made this infinity, or else (it was passed along, by `sum` say) the
-        # first op that made one.
-        source = next((m for t in infinite if (m := self.made_for(t, "inf"))), None)
-        step = None
-        if infinite and source is None:
-            step = self._stepped_into(infinite)
-            source = None if step is not None else self.first("inf")
+        if infinite and source is None and step is None:
+            source = self.first("inf")
         self.made.append(
             Made(
                 kind,
@@ -285,6 +237,7 @@ class Watch(TorchFunctionMode):
                     if "mask" in key and isinstance(value, Tensor)
                 ),
                 from_step=step,
+                warned=warned,
             )
         )
 

@@ -37,7 +37,7 @@ def in_forward(run: Run) -> NanOrigin:
             f"made NaN because {forward_nan(made)}"
         )
         node, title = made.hook, f"NaN in forward: a {made.hook}"
-    elif made.from_step is not None:
+    elif made.step is not None:  # an optimizer step made a parameter infinite before
         return stepped_origin(made, run)
     else:
         message = f"The NaN appears in forward, made by `{made.op}`{where}: {forward_nan(made)}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,33 +27,13 @@ from autograd_helpers.anomaly._culprit import (
     stale_saved_tensor,
     unchanged_view,
 )
+from autograd_helpers.anomaly._error_text import VERSION, dtype_name, named
 from autograd_helpers.anomaly._forward import InPlace
 from autograd_helpers.anomaly._frames import learner_frame_in
 from autograd_helpers.anomaly._tensors import storage_of
-from autograd_helpers.anomaly._tracing import Report, Run, noted, run_watched
+from autograd_helpers.anomaly._tracing import Report, Run, reported
 
-__all__ = ["InplaceReport", "explain_inplace_error"]
-
-# "[torch.FloatTensor [3]]", "[torch.cuda.HalfTensor [2, 3]]", "[CPUBFloat16Type [3]]"...
-VERSION = re.compile(
-    r"\[([\w.]+) \[([\d, ]*)\]\](?:, which is output (\d+) of ([\w:]+),)? is at version (\d+); "
-    r"expected version (\d+)"
-)
-_DTYPES = {
-    "Float": "float32",
-    "Double": "float64",
-    "Half": "float16",
-    "BFloat16": "bfloat16",
-    "ComplexFloat": "complex64",
-    "ComplexDouble": "complex128",
-    "Long": "int64",
-    "Int": "int32",
-    "Short": "int16",
-    "Char": "int8",
-    "Byte": "uint8",
-    "Bool": "bool",
-}
-
+__all__ = ["InplaceReport", "dtype_name", "explain_inplace_error"]
 
 LEAF_HINT = (
     "A leaf that requires grad (a parameter, or an input given with `requires_grad=True`) "
@@ -62,13 +41,6 @@ LEAF_HINT = (
     "`torch.no_grad()` and after backward (as an optimizer does); otherwise compute a new "
     "tensor (`w2 = w * mask`) instead."
 )
-
-
-def dtype_name(kind: str) -> str:
-    """``"float32"`` for ``"torch.FloatTensor"``, ``"bfloat16"`` for ``"CPUBFloat16Type"``."""
-    base = re.sub(r"^(torch\.)?(cuda\.|mps\.|xpu\.)?(CPU|CUDA|MPS|XPU)?", "", kind)
-    base = re.sub(r"(Tensor|Type)$", "", base)
-    return _DTYPES.get(base, base.lower() or kind)
 
 
 @dataclass(frozen=True, repr=False)
@@ -198,7 +170,11 @@ def explain_inplace_error(fn: Callable[..., Any], *inputs: Any) -> InplaceReport
 
     The modules ``fn`` reaches run on copies of their buffers: batch norm's running
     statistics and ``num_batches_tracked`` are left as found, and so are the modules'
-    train/eval flags and other attributes (a call counter, a hook ``fn`` registered).
+    train/eval flags and other attributes (a call counter, a hook ``fn`` registered, an
+    attribute set on a parameter), their submodules' too. So are their parameters, unless
+    ``fn`` runs backward itself (a training step, whose updates are real): a forward that
+    writes them (normflows' ``ActNorm`` initialises its scale and shift from the first
+    batch through ``.data``) leaves them as found.
 
     Example::
 
@@ -211,8 +187,7 @@ def explain_inplace_error(fn: Callable[..., Any], *inputs: Any) -> InplaceReport
         (True, 0, 1)
     """
     require_callable("explain_inplace_error", "fn", fn)
-    run = run_watched(fn, inputs, keep_saved=True)
-    return noted(_from_run(run), run)
+    return reported(fn, inputs, _from_run, keep_saved=True)
 
 
 def _fix(
@@ -271,11 +246,11 @@ def _from_run(run: Run) -> InplaceReport:
     if failed is not None:
         where = f", {failed.line}," if failed.line else ""
         parts.append(f"then the backward pass fn ran itself{where} needed the old values")
-    named = f" (PyTorch's error calls it output {output} of {op.split('::')[-1]})" if op else ""
+    name = named(output, op.split("::")[-1]) if op else ""
     if changer.kind == "input":
-        named = ""  # PyTorch names the op that made the input: here, the copy standing for it
+        name = ""  # PyTorch names the op that made the input: here, the copy standing for it
     fix = _fix(run, changer, stale, record, int(saved))
-    message = "; ".join(parts) + f"{named}. " + fix
+    message = "; ".join(parts) + f"{name}. " + fix
     return InplaceReport(
         True,
         message,

@@ -28,9 +28,9 @@ from autograd_helpers.anomaly._nan_other import (
 )
 from autograd_helpers.anomaly._order import first_backward_nan, forward_nan_time
 from autograd_helpers.anomaly._origin import NanOrigin
-from autograd_helpers.anomaly._quiet import removed_origin
+from autograd_helpers.anomaly._quiet import removed_origin, stepped_backward
 from autograd_helpers.anomaly._tensors import infinity_in, kind_of
-from autograd_helpers.anomaly._tracing import Run, noted, run_watched
+from autograd_helpers.anomaly._tracing import Run, reported
 
 __all__ = ["NanOrigin", "find_nan_origin"]
 
@@ -82,6 +82,8 @@ def _in_backward(story: NanStory, run: Run, scale: float | None = None) -> NanOr
     made = f", created by the line {origin.line}" if origin.line else ""
     use = _used(origin, run.watch)
     value, source = use if use is not None else ("", None)
+    if source is not None and source.step is not None:  # an optimizer step made it infinite
+        return stepped_backward(source, nan_at or origin, run)
     start = f", which started in `{source.op}`{_line(source.line)}" if source else ""
     used = f"a value that forward computed as {value}{start}" if use else ""
     if special_node(origin):
@@ -123,19 +125,25 @@ def _in_backward(story: NanStory, run: Run, scale: float | None = None) -> NanOr
     if story.others and not story.summed:
         others = ", ".join(f"`{e.name}`{_at(e)}" for e in story.others[:2])
         parts.append(f"Not the cause: {others} also made an infinite gradient, never NaN.")
-    first = run.watch.first_nan  # forward's output is finite: it made a NaN and threw it away
-    if first is not None and first is source:
-        parts.append(
-            "Forward made that NaN and discarded it, as `torch.where` does with the branch "
-            "not taken, but backward still used it."
-        )
-    elif first is not None:
-        parts.append(
-            f"Forward also made a NaN with `{first.op}` ({first.line}) and then discarded it, "
-            "as `torch.where` does with the branch not taken."
-        )
+    parts.extend(_discarded(run.watch.first_nan, source))
     parts.append(cause)
     return _origin_in_backward(" ".join(parts), origin)
+
+
+def _discarded(first: Made | None, source: Made | None) -> list[str]:
+    """What to say of ``first``, a NaN forward made though its output is finite: it made one
+    and threw it away (``torch.where``'s branch not taken)."""
+    if first is not None and first is source:
+        return [
+            "Forward made that NaN and discarded it, as `torch.where` does with the branch "
+            "not taken, but backward still used it."
+        ]
+    if first is not None:
+        return [
+            f"Forward also made a NaN with `{first.op}` ({first.line}) and then discarded it, "
+            "as `torch.where` does with the branch not taken."
+        ]
+    return []
 
 
 def _origin_in_backward(message: str, origin: NodeEvent) -> NanOrigin:
@@ -171,7 +179,11 @@ def find_nan_origin(fn: Callable[..., Any], *inputs: Any) -> NanOrigin:
 
     The modules ``fn`` reaches run on copies of their buffers: batch norm's running
     statistics and ``num_batches_tracked`` are left as found, and so are the modules'
-    train/eval flags and other attributes (a call counter, a hook ``fn`` registered).
+    train/eval flags and other attributes (a call counter, a hook ``fn`` registered, an
+    attribute set on a parameter), their submodules' too. So are their parameters, unless
+    ``fn`` runs backward itself (a training step, whose updates are real): a forward that
+    writes them (normflows' ``ActNorm`` initialises its scale and shift from the first
+    batch through ``.data``) leaves them as found.
 
     - An input that already holds NaN is named, with the position of its first NaN.
     - A NaN made in forward is traced to the op that made it from NaN-free arguments, and
@@ -210,8 +222,7 @@ def find_nan_origin(fn: Callable[..., Any], *inputs: Any) -> NanOrigin:
     in_input = nan_in_input(fn, inputs)
     if in_input is not None:
         return in_input
-    run = run_watched(fn, inputs)
-    return noted(_from_run(run), run)
+    return reported(fn, inputs, _from_run)
 
 
 def _from_run(run: Run) -> NanOrigin:
@@ -264,7 +275,10 @@ def _from_run(run: Run) -> NanOrigin:
                 f" That is the {ordinal(index + 1)} of the {len(run.own)} backward passes fn "
                 f"ran{loop}; the ones before it made no NaN."
             )
-        if any(r.by_optimizer and kind_of(r.target) == "nan" for r in run.watch.inplace):
+        stepped = origin.node == "optimizer step"  # its message says what the steps did
+        if not stepped and any(
+            r.by_optimizer and kind_of(r.target) == "nan" for r in run.watch.inplace
+        ):
             message += (
                 " Note: the optimizer's `step()` that fn took has really run and put NaN into "
                 "the parameters: re-create (or reload) the model before running fn again."

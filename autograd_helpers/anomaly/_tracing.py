@@ -17,8 +17,9 @@ from autograd_helpers._common.leaves import fresh_leaf
 from autograd_helpers._common.nodes import accumulated_leaf, graph_nodes
 from autograd_helpers._common.reach import modules_reachable
 from autograd_helpers._common.runner import Outcome, run_learner_code
+from autograd_helpers._common.state import ModuleState
 from autograd_helpers._grads_kept import KeptGrads, backward_into_grads, grads_kept, refusals
-from autograd_helpers._profiling_state import state_kept
+from autograd_helpers._profiling_state import every_module, state_kept
 from autograd_helpers.anomaly._backward import BackwardRecord, watch_backward
 from autograd_helpers.anomaly._forward import Watch
 from autograd_helpers.anomaly._frames import FRAME, learner_frame_in
@@ -27,7 +28,7 @@ from autograd_helpers.anomaly._own import OwnBackward
 from autograd_helpers.anomaly._saved import Snapshot
 from autograd_helpers.anomaly._tensors import kind_of
 
-__all__ = ["FRAME", "Report", "Run", "noted", "run_watched"]
+__all__ = ["FRAME", "Report", "Run", "noted", "reported", "run_watched"]
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Run:
     freed: str = ""
     differentiated: bool = False  # the tool's own backward of what fn returned ran
     grads_note: str = ""  # a Function's backward wrote .grad itself: put back, said so
+    fn: Any = field(default=None, repr=False)  # what ran: the names it reaches tell
 
     @property
     def own(self) -> list[OwnBackward]:
@@ -77,7 +79,7 @@ def run_watched(fn: Callable[..., Any], inputs: Sequence[Any], *, keep_saved: bo
     """
     watch = Watch(keep_saved)
     prepared = prepare_inputs(fn, inputs)
-    run = Run(Outcome(), watch, BackwardRecord(), "", [], prepared)
+    run = Run(Outcome(), watch, BackwardRecord(), "", [], prepared, fn=fn)
     # The copies that stand for fn's inputs are ours: what reaches them reaches the leaf.
     watch.skip = set(prepared.copy_nodes)
 
@@ -110,6 +112,7 @@ def run_watched(fn: Callable[..., Any], inputs: Sequence[Any], *, keep_saved: bo
 
     with warnings.catch_warnings(record=True) as caught, _buffers_kept(fn, inputs):
         warnings.simplefilter("always")
+        watch.caught = caught
         with torch.autograd.detect_anomaly(check_nan=False):
             run.outcome = run_learner_code(forward_and_backward)
     run.trace = next(
@@ -156,7 +159,7 @@ def _buffers_kept(fn: Callable[..., Any], inputs: Sequence[Any]) -> Iterator[Non
     ``num_batches_tracked`` are left as found. Parameters are not put back: a training step's
     optimizer really steps them."""
     modules = modules_reachable(fn, *inputs)
-    everything = list(dict.fromkeys(m for root in modules for m in root.modules()))
+    everything = every_module(modules)
     tables = [(m, dict(m._buffers), m.training) for m in everything]
     with state_kept(everything, (), {}):
         for module, found, _ in tables:
@@ -219,6 +222,27 @@ class Report:
 
 
 ReportType = TypeVar("ReportType", bound=Report)
+
+
+def reported(
+    fn: Callable[..., Any],
+    inputs: Sequence[Any],
+    report: Callable[[Run], ReportType],
+    *,
+    keep_saved: bool = False,
+) -> ReportType:
+    """``report`` on fn's :func:`run_watched` run, :func:`noted`; then the modules fn reaches
+    have their parameters back (values, ``requires_grad``, ``.grad``, which ones they
+    have), unless fn ran backward itself: a training step's updates are real. A forward
+    that writes its parameters (normflows' ``ActNorm`` initialises them from the first
+    batch through ``.data``, its flag a buffer) is no training, and its buffers come back."""
+    found = ModuleState(modules_reachable(fn, *inputs))
+    run = run_watched(fn, inputs, keep_saved=keep_saved)
+    try:
+        return noted(report(run), run)
+    finally:  # after the report: it reads the tensors fn changed as fn left them
+        if not run.own:
+            found.restore()
 
 
 def noted(report: ReportType, run: Run) -> ReportType:
