@@ -6,13 +6,11 @@ watch the output move:
 .. math:: \frac{\partial f}{\partial x_j} \approx
           \frac{f(x + \varepsilon e_j) - f(x - \varepsilon e_j)}{2\varepsilon}.
 
-This *central* difference is off by :math:`O(\varepsilon^2)` (truncation error: the Taylor
-terms it ignores); the one-sided :math:`(f(x + \varepsilon e_j) - f(x)) / \varepsilon` by
-:math:`O(\varepsilon)`. But the two values subtracted agree in most of their digits, and each
-carries a rounding error of about machine epsilon times :math:`|f|`, which the division by
-:math:`\varepsilon` blows up: rounding error grows like :math:`1/\varepsilon`. Too large an
-:math:`\varepsilon` and truncation dominates, too small and rounding does: the V of
-:func:`plot_eps_sweep`.
+This *central* difference is off by :math:`O(\varepsilon^2)` (truncation: the Taylor terms it
+ignores); the one-sided one by :math:`O(\varepsilon)`. But the two values subtracted agree in most
+digits, each rounded to about machine epsilon times :math:`|f|`, and dividing by
+:math:`\varepsilon` blows that up like :math:`1/\varepsilon`: too large an :math:`\varepsilon`
+and truncation dominates, too small and rounding does (the V of :func:`plot_eps_sweep`).
 
 :func:`central_difference` is the formula here, in one place: the course's exercise checker
 estimates gradients with it too.
