@@ -725,7 +725,15 @@ def test_a_guard_at_0_computed_in_float64_fails_where_float64_squares_underflow(
 
     result = check_safe_sinc(sinc_with(derivative))
     assert not result.passed and "where x² underflows" in result.title, result.message
-    assert check_safe_sinc(sinc_with(SINC_RIGHT["taylor-1e-2"])).passed
+    assert check_safe_sinc(sinc_with(SINC_RIGHT["taylor-two-terms-1e-2"])).passed
+
+
+def test_a_safe_sinc_is_held_near_0_to_the_derivatives_own_size():
+    # near 0 an absolute tolerance lets 0 pass where the truth is -x/3: tiny, not 0
+    epsilon = check_safe_sinc(sinc_with(SINC_RIGHT["epsilon"]))
+    assert not epsilon.passed and "at x = 1e-08 is 0" in epsilon.title, epsilon.message
+    one_term = check_safe_sinc(sinc_with(SINC_RIGHT["taylor-1e-2"]))
+    assert not one_term.passed and "Add the next term" in one_term.message, one_term.message
 
 
 def test_autograd_inside_backward_fails_with_the_hint_to_write_the_derivative():

@@ -339,6 +339,46 @@ BANK = bank(
     ),
     wrong(
         "side effect",
+        "a callable object counting its calls (audit: passed; a function attribute did not)",
+        "class Step:\n"
+        "    def __init__(self):\n"
+        "        self.calls = 0\n\n"
+        "    def __call__(self, w, x, target):\n"
+        "        self.calls += 1\n"
+        + "".join(
+            f"        {line}\n" for line in (FORWARD + "loss.backward()\n" + UPDATE).splitlines()
+        )
+        + "        return loss\n\n\nfixed_train_step = Step()\n",
+        "set the attribute `self.calls`",
+    ),
+    wrong(
+        "side effect",
+        "a callable object keeping the last loss",
+        "class Step:\n"
+        "    last = None\n\n"
+        "    def __call__(self, w, x, target):\n"
+        + "".join(
+            f"        {line}\n" for line in (FORWARD + "loss.backward()\n" + UPDATE).splitlines()
+        )
+        + "        self.last = loss.item()\n"
+        "        return loss\n\n\nfixed_train_step = Step()\n",
+        "`self.last`",
+    ),
+    right(
+        "a callable object that keeps its settings and changes none of them",
+        "class Step:\n"
+        "    def __init__(self, lr):\n"
+        "        self.lr = lr\n\n"
+        "    def __call__(self, w, x, target):\n"
+        + "".join(f"        {line}\n" for line in FORWARD.splitlines())
+        + "        loss.backward()\n"
+        "        with torch.no_grad():\n"
+        "            w -= self.lr * w.grad\n"
+        "        w.grad = None\n"
+        "        return loss\n\n\nfixed_train_step = Step(0.1)\n",
+    ),
+    wrong(
+        "side effect",
         "a dropout with p=1e-9 (draws random numbers)",
         usual(
             "hidden = torch.tanh(torch.nn.functional.dropout(x, p=1e-9) @ w) + 0.5\n"
