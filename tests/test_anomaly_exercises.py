@@ -1023,6 +1023,29 @@ def test_the_update_hint_explains_the_whole_update_or_blames_the_gradient():
     assert update_hint(Update([corrupted], meant, before)) == WRONG_GRADIENT
     scaled = Update([0.5 * meant[0]], meant, before, large=True)  # only where it is large
     assert "norm is capped" in update_hint(scaled)
+    # the gradient divided by its norm: a factor only the reference's gradient tells apart
+    gradient = [-meant[0] / 0.1]  # the original steps by -0.1 * gradient
+    unit = -0.1 * gradient[0] / gradient[0].norm()
+    normalised = update_hint(Update([unit], meant, before, gradient=gradient))
+    assert "your step has norm 0.1, the learning rate, whatever the gradient" in normalised
+    assert "check the learning rate" in update_hint(
+        Update([2.5 * meant[0]], meant, before, gradient=gradient)
+    )
+
+
+def test_optimizer_rules_reads_nesterov_from_the_optimizer_and_leaves_no_hook():
+    from torch.optim.optimizer import _global_optimizer_pre_hooks
+
+    from autograd_helpers.checks._anomaly_updates import optimizer_rules
+
+    hooks = len(_global_optimizer_pre_hooks)
+    w = torch.ones(2, requires_grad=True)
+    with optimizer_rules() as rules:
+        for settings in ({}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True}):
+            w.grad = torch.ones(2)
+            torch.optim.SGD([w], lr=0.1, **settings).step()
+    assert len(rules) == 1 and "momentum=0.9 and nesterov=True" in rules[0], rules
+    assert len(_global_optimizer_pre_hooks) == hooks
 
 
 @pytest.mark.parametrize(

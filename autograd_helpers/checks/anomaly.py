@@ -31,7 +31,7 @@ from autograd_helpers.checks._anomaly_settings import (
     probe_settings,
 )
 from autograd_helpers.checks._anomaly_step import STEP_CHECKS, StepRun
-from autograd_helpers.checks._anomaly_updates import OTHER_RULES
+from autograd_helpers.checks._anomaly_updates import OTHER_RULES, optimizer_rules
 from autograd_helpers.checks._contain import Contained
 from autograd_helpers.checks._feedback import CheckResult, callable_verdict, failed, first_found
 from autograd_helpers.checks._global_calls import GlobalCalls, flushing_denormals
@@ -265,7 +265,8 @@ def _run_step(
     before = [TensorState.take(t) for t in mine]
     theirs_before = [t.detach().clone() for t in theirs]
     calls = GlobalCalls()
-    with watching(tuple(OTHER_RULES), keep_outputs=True) as watch:  # and each pass's loss
+    # what it calls and each backward pass's loss; the optimizers' settings at each step
+    with watching(tuple(OTHER_RULES), keep_outputs=True) as watch, optimizer_rules() as rules:
         outcome = run_learner_code(calls.around(step), *mine)
     lasting = [*outcome.side_effects, *contained.changes()]
     lasting += calls.said(lasting)
@@ -274,7 +275,7 @@ def _run_step(
     names = argument_names(step, len(mine))
     return StepRun(
         label, setting, number, names, step, reference, mine, before, theirs, theirs_before,
-        earlier, outcome, watch, lasting, want,
+        earlier, outcome, watch, lasting, want, rules,
     )  # fmt: skip
 
 
@@ -297,9 +298,9 @@ def check_training_step(
     global settings and variables as it found them, and no hook on the parameters; and move
     the parameters as the reference's moved. A wrong update is explained when its numbers
     show the classic cause: no update at all, gradients accumulating across steps, the wrong
-    sign, a learning rate off by a factor, the update applied twice, another update rule (an
-    optimizer such as Adam, a clamp or a clip of the gradient, weight decay), float32 on the
-    way.
+    sign, a learning rate off by a factor, the update applied twice, the gradient divided by
+    its norm, another update rule (an optimizer such as Adam or SGD with Nesterov momentum, a
+    clamp or a clip of the gradient, weight decay), float32 on the way.
 
     The reference may be the broken step itself: it runs with every tensor it saves for
     backward copied (:func:`torch.autograd.graph.saved_tensors_hooks`), so that a later

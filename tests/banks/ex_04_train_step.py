@@ -489,4 +489,52 @@ BANK = bank(
         "a clip so loose it never binds",
         usual(update="torch.nn.utils.clip_grad_norm_([w], max_norm=1e6)\n" + UPDATE),
     ),
+    # --- from the round-4 learner audit: each was blamed on the learning rate before
+    wrong(
+        "bypassed mechanism",
+        "SGD with Nesterov momentum (its first step is 1.9 times the gradient step)",
+        step(
+            "optimizer = torch.optim.SGD([w], lr=0.1, momentum=0.9, nesterov=True)\n"
+            + FORWARD
+            + "loss.backward()\noptimizer.step()\noptimizer.zero_grad()\nreturn loss"
+        ),
+        "`torch.optim.SGD` with momentum=0.9 and nesterov=True, whose first step is already 1.9",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "SGD with Nesterov momentum 0.5, the optimizer imported under another name",
+        step(
+            "opt = Sgd([w], lr=0.1, momentum=0.5, nesterov=True)\n"
+            + FORWARD
+            + "loss.backward()\nopt.step()\nw.grad = None\nreturn loss",
+            before="from torch.optim import SGD as Sgd",
+        ),
+        "nesterov=True",
+    ),
+    wrong(
+        "wrong formula",
+        "the gradient divided by its norm (audit: 'check the learning rate')",
+        usual(
+            update="with torch.no_grad():\n    w -= 0.1 * w.grad / w.grad.norm()\nw.grad = None\n"
+        ),
+        "your step has norm 0.1, the learning rate, whatever the gradient",
+    ),
+    wrong(
+        "wrong formula",
+        "the gradient normalised with F.normalize",
+        usual(
+            update="with torch.no_grad():\n"
+            "    unit = torch.nn.functional.normalize(w.grad.flatten(), dim=0).view_as(w)\n"
+            "    w -= 0.1 * unit\nw.grad = None\n"
+        ),
+        "did you divide by the gradient's norm?",
+    ),
+    right(
+        "SGD with momentum and dampening made afresh at each step (first step plain SGD)",
+        step(
+            "optimizer = torch.optim.SGD([w], lr=0.1, momentum=0.5, dampening=0.5)\n"
+            + FORWARD
+            + "loss.backward()\noptimizer.step()\noptimizer.zero_grad()\nreturn loss"
+        ),
+    ),
 )
