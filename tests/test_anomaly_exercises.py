@@ -725,7 +725,15 @@ def test_a_guard_at_0_computed_in_float64_fails_where_float64_squares_underflow(
 
     result = check_safe_sinc(sinc_with(derivative))
     assert not result.passed and "where x² underflows" in result.title, result.message
-    assert check_safe_sinc(sinc_with(SINC_RIGHT["taylor-1e-2"])).passed
+    assert check_safe_sinc(sinc_with(SINC_RIGHT["taylor-two-terms-1e-2"])).passed
+
+
+def test_a_safe_sinc_is_held_near_0_to_the_derivatives_own_size():
+    # near 0 an absolute tolerance lets 0 pass where the truth is -x/3: tiny, not 0
+    epsilon = check_safe_sinc(sinc_with(SINC_RIGHT["epsilon"]))
+    assert not epsilon.passed and "at x = 1e-08 is 0" in epsilon.title, epsilon.message
+    one_term = check_safe_sinc(sinc_with(SINC_RIGHT["taylor-1e-2"]))
+    assert not one_term.passed and "Add the next term" in one_term.message, one_term.message
 
 
 def test_autograd_inside_backward_fails_with_the_hint_to_write_the_derivative():
@@ -1015,6 +1023,29 @@ def test_the_update_hint_explains_the_whole_update_or_blames_the_gradient():
     assert update_hint(Update([corrupted], meant, before)) == WRONG_GRADIENT
     scaled = Update([0.5 * meant[0]], meant, before, large=True)  # only where it is large
     assert "norm is capped" in update_hint(scaled)
+    # the gradient divided by its norm: a factor only the reference's gradient tells apart
+    gradient = [-meant[0] / 0.1]  # the original steps by -0.1 * gradient
+    unit = -0.1 * gradient[0] / gradient[0].norm()
+    normalised = update_hint(Update([unit], meant, before, gradient=gradient))
+    assert "your step has norm 0.1, the learning rate, whatever the gradient" in normalised
+    assert "check the learning rate" in update_hint(
+        Update([2.5 * meant[0]], meant, before, gradient=gradient)
+    )
+
+
+def test_optimizer_rules_reads_nesterov_from_the_optimizer_and_leaves_no_hook():
+    from torch.optim.optimizer import _global_optimizer_pre_hooks
+
+    from autograd_helpers.checks._anomaly_updates import optimizer_rules
+
+    hooks = len(_global_optimizer_pre_hooks)
+    w = torch.ones(2, requires_grad=True)
+    with optimizer_rules() as rules:
+        for settings in ({}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True}):
+            w.grad = torch.ones(2)
+            torch.optim.SGD([w], lr=0.1, **settings).step()
+    assert len(rules) == 1 and "momentum=0.9 and nesterov=True" in rules[0], rules
+    assert len(_global_optimizer_pre_hooks) == hooks
 
 
 @pytest.mark.parametrize(
@@ -1042,3 +1073,13 @@ def test_float32_tensors_outside_the_graph_are_no_lower_precision():
     loss = torch.where(squared > 0, torch.sqrt(safe), torch.zeros(())).mean()
     assert loss.dtype == torch.float64 and computed_in(loss, [points]) is None
     assert computed_in(loss.float(), [points]) == torch.float32
+
+
+def test_isclose_to_0_is_a_threshold_not_a_nan_test():
+    # torch.isclose runs `|x| != inf` inside: that is no NaN test of the learner's
+    def derivative(x):
+        small = torch.isclose(x, torch.zeros_like(x), atol=0.05, rtol=0)
+        return _masked(x, small, -x / 3 + x**3 / 30)
+
+    result = check_safe_sinc(sinc_with(derivative))
+    assert result.passed, result.message

@@ -181,6 +181,22 @@ def test_model_record_names_what_changed():
     ]
 
 
+def test_model_record_names_a_dtype_change_and_a_backward_pre_hook():
+    model = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+    record = ModelRecord(model)
+    model[0].register_full_backward_pre_hook(lambda module, grad: None)
+    model.double()  # in place; the integer num_batches_tracked stays int64
+    assert record.dtypes_changed(model) == [
+        "0.weight",
+        "0.bias",
+        "1.weight",
+        "1.bias",
+        "1.running_mean",
+        "1.running_var",
+    ]
+    assert record.hooks_added(model) == ["0"]
+
+
 # --- check_mode_predictions ---------------------------------------------------------------
 
 

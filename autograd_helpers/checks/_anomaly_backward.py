@@ -10,7 +10,8 @@ into, the notebook's tensors, the random generator reseeded or drawn from), said
 :data:`CHAPTER_WORDS` and put back. A backward that runs autograd itself fails too: the
 exercise is to write the derivative. After ``check_function`` passes, float64 probes where
 x² underflows to 0 (:data:`UNDERFLOW_PROBES`) catch a guard at exactly 0 computed in
-float64, which float32's probes cannot.
+float64, which float32's probes cannot; then the gradient near 0 is compared with its own
+size (:mod:`._anomaly_near`: where the formula cancels, an absolute tolerance lets 0 pass).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torch.autograd import Function
 from autograd_helpers._common.leaves import fresh_leaf
 from autograd_helpers._common.runner import run_learner_code
 from autograd_helpers.checks._anomaly_hidden import NanHiding, hidden_nan_verdict, warm_up
+from autograd_helpers.checks._anomaly_near import near_verdict
 from autograd_helpers.checks._contain import Contained, Words
 from autograd_helpers.checks._contain_names import Containers
 from autograd_helpers.checks._contain_reach import reached_functions
@@ -68,9 +70,9 @@ UNDERFLOW_PROBES = (-1e-170, 1e-170, 1e-160, -1e-160)
 UNDERFLOW_HINT = (
     "Hint: in float64, x² underflows to 0 below about 1.5e-154 (in float32 below about "
     "1e-23), and the formula divides by it: a guard at exactly 0 misses every x whose square "
-    "is 0, and computing in float64 only moves the threshold. Switch to the limit (a Taylor "
-    "expansion: sinc's derivative is about -x/3 near 0) for every |x| below a small "
-    "threshold such as 1e-4, with the double `torch.where`."
+    "is 0, and computing in float64 only moves the threshold. Switch to the Taylor "
+    "expansion (sinc's derivative is about -x/3 + x³/30 near 0) for every |x| below a "
+    "threshold such as 0.05, with the double `torch.where`."
 )
 DETOUR_HINT = (
     "Hint: its backward runs autograd itself (`torch.autograd.grad` or `.backward()`), so "
@@ -154,7 +156,8 @@ def run_safe_backward(
     reference: Callable[[Tensor], Tensor] | None = None,
 ) -> CheckResult:
     """No NaN replaced, no autograd inside backward, nothing left changed, then ``judge()``
-    (``check_function``), then the float64 probes where x² underflows.
+    (``check_function``), then the float64 probes where x² underflows, then the gradient
+    near 0 relative to its size (``reference``'s derivative there).
 
     One call, forward and backward, in float64 and then in float32, before ``judge``; what
     each left changed is said and put back, and so is what ``judge``'s calls left.
@@ -179,7 +182,9 @@ def run_safe_backward(
     try:
         result = judge()
         if result.passed and reference is not None:
-            result = _underflow(fn, label, reference) or result
+            result = (
+                _underflow(fn, label, reference) or near_verdict(fn, label, reference) or result
+            )
         changes = contained.changes()
     finally:
         contained.restore()

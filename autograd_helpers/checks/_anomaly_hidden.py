@@ -9,7 +9,10 @@ derivative at 0, and still teaches the symptom fix the chapter warns against. It
 marks the results of NaN tests (``isnan``, ``isinf``, ``isfinite``, which runs as
 ``x == x`` and ``|x| != inf``, ``x != x``) and the masks built from them (``~``, ``&``,
 ``|``, ...), and notes a ``where``, ``masked_fill`` or indexed assignment that selects on
-one. Both checkers of the chapter
+one. A NaN test of a tensor joined by "and" to an ordered comparison of the same tensor
+(``isfinite(d) & (d <= tol)``, how ``torch.isclose`` runs) is no NaN test: the comparison is
+False at NaN already, so the mask is a threshold's, as ``x.abs() < 1e-4`` is. Both checkers
+of the chapter
 (:func:`~autograd_helpers.checks.anomaly.check_finite_gradients` and
 :func:`~autograd_helpers.checks.anomaly.check_safe_backward`) watch with it, and say it in
 the same words: :func:`hidden_nan_verdict`.
@@ -62,15 +65,23 @@ def _name(func: Any) -> str:
     return str(getattr(packet, "__name__", getattr(func, "__name__", func)))
 
 
-def _is_test(name: str, args: tuple[Any, ...]) -> bool:
-    if name in _TESTS:
-        return True
+# Ordered comparisons (False wherever an operand is NaN), and the ways masks are joined by
+# "and" (a bool `mul` is how `isfinite` joins its two tests).
+_ORDERED = ("lt", "le", "gt", "ge")
+_AND = ("bitwise_and", "bitwise_and_", "logical_and", "logical_and_", "mul", "mul_")
+
+
+def _tested(name: str, args: tuple[Any, ...]) -> torch.Tensor | None:
+    """The tensor a NaN test tests, or ``None`` when the operation is no NaN test."""
+    if name in _TESTS and args and isinstance(args[0], torch.Tensor):
+        return args[0]
     if name in ("eq", "ne") and len(args) == 2:
         a, b = args
         if a is b and isinstance(a, torch.Tensor):
-            return True  # x == x, x != x: False, True only at NaN
-        return isinstance(b, float) and math.isinf(b)  # |x| != inf
-    return False
+            return a  # x == x, x != x: False, True only at NaN
+        if isinstance(a, torch.Tensor) and isinstance(b, float) and math.isinf(b):
+            return a  # |x| != inf
+    return None
 
 
 class NanHiding(TorchDispatchMode):
@@ -97,7 +108,12 @@ class NanHiding(TorchDispatchMode):
         super().__init__()
         self.ran = False
         self.how = ""
-        self._masks: dict[int, torch.Tensor] = {}  # NaN tests' results, kept alive by id
+        # NaN tests' results (and masks made from them), kept alive by id, each with the
+        # tensor it tests (None once masks of different tensors are joined)
+        self._masks: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}
+        self._abs_of: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # |x| -> (|x|, x)
+        # ordered comparisons' results -> (result, the tensors compared)
+        self._compared: dict[int, tuple[torch.Tensor, list[torch.Tensor]]] = {}
 
     def __torch_dispatch__(
         self,
@@ -118,11 +134,49 @@ class NanHiding(TorchDispatchMode):
         ):
             self._found("a NaN test")
         out = func(*args, **(kwargs or {}))
-        if _is_test(name, args) or masked:
-            for t in tree_leaves(out):
-                if isinstance(t, torch.Tensor) and t.dtype == torch.bool:
-                    self._masks[id(t)] = t
+        self._note(name, args, out, masked)
         return out
+
+    def _root(self, t: torch.Tensor) -> torch.Tensor:
+        """``x`` for ``|x|`` (and ``||x||``): a test or a comparison of either is of ``x``."""
+        while id(t) in self._abs_of:
+            t = self._abs_of[id(t)][1]
+        return t
+
+    def _note(self, name: str, args: tuple[Any, ...], out: Any, masked: list[Any]) -> None:
+        """Mark what ``out`` is: a NaN test's mask (and of what), a comparison, an ``|x|``."""
+        if isinstance(out, torch.Tensor) and name == "abs" and isinstance(args[0], torch.Tensor):
+            self._abs_of[id(out)] = (out, args[0])
+        elif isinstance(out, torch.Tensor) and name in _ORDERED:
+            compared = [self._root(a) for a in args if isinstance(a, torch.Tensor)]
+            self._compared[id(out)] = (out, compared)
+        tested = _tested(name, args)
+        if tested is None and masked and name in _AND and self._a_threshold(args):
+            if isinstance(out, torch.Tensor):
+                self._masks.pop(id(out), None)  # `isfinite(d) & (d <= tol)`: a threshold
+            return
+        if tested is None and masked:
+            roots = {id(self._masks[id(m)][1]) for m in masked}
+            tested = self._masks[id(masked[0])][1] if len(roots) == 1 else None
+        elif tested is not None:
+            tested = self._root(tested)
+        if tested is None and not masked:
+            return
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.dtype == torch.bool:
+                self._masks[id(t)] = (t, tested)
+
+    def _a_threshold(self, args: tuple[Any, ...]) -> bool:
+        """Whether two joined masks are a NaN test of a tensor and an ordered comparison of
+        the same tensor: that comparison is False at NaN already."""
+        if len(args) != 2:
+            return False
+        for test, other in (args, args[::-1]):
+            if id(test) in self._masks and id(other) in self._compared:
+                tested = self._masks[id(test)][1]
+                if tested is not None and any(t is tested for t in self._compared[id(other)][1]):
+                    return True
+        return False
 
     def _found(self, how: str) -> None:
         self.ran = True

@@ -11,6 +11,10 @@ coordinate as singular is wrong beside it. :func:`probe_points` adds, as data:
   the inputs' dtype: in float32, 1e-20 squared is subnormal, below ``finfo.tiny``, where a
   clamp at ``tiny`` changes the gradient) and by ±1e-30 (in float64, where its square is
   still a number);
+- the rows at the singular point alone (in the inputs' dtype and in float64), where a value
+  moved off it is not lost in a mean;
+- for 2-d inputs (points by coordinates), the example with one coordinate more, where a
+  function written for two of them shows;
 - the regular and the singular inputs as one batch, in a longer shape, in the inputs' dtype
   and in float64;
 - the singular point in float64.
@@ -51,7 +55,7 @@ class Point:
 
     where: str
     inputs: tuple[Tensor, ...]
-    kind: str  # "singular", "regular", "beside", "near" or "batch"
+    kind: str  # "singular", "regular", "beside", "near", "alone", "wider" or "batch"
 
 
 @dataclass(frozen=True)
@@ -110,8 +114,8 @@ def show(inputs: Sequence[Tensor]) -> str:
     return ", ".join(text(x.tolist()) for x in inputs)
 
 
-def _in64(dtype: torch.dtype) -> str:
-    return " in float64," if dtype == torch.float64 else ""
+def _in64(dtype: torch.dtype, words: str = " in float64,") -> str:
+    return words if dtype == torch.float64 else ""
 
 
 def _beside(
@@ -156,14 +160,12 @@ def _moved(
 def _near(
     reference: Callable[..., Any], inputs: tuple[Tensor, ...], singular: Truth
 ) -> list[tuple[Point, Truth]]:
-    found = []
-    for offset, dtype, pattern in NEAR:
-        point = _moved(inputs, singular, offset, pattern, dtype)
-        truth = _probe_truth(reference, point)
-        if truth is not None:
-            where = f"near the singular point,{_in64(point[0].dtype)} at {show(point)}"
-            found.append((Point(where, point, "near"), truth))
-    return found
+    points = [_moved(inputs, singular, offset, pattern, dtype) for offset, dtype, pattern in NEAR]
+    return _where_finite(
+        reference,
+        [(f"near the singular point,{_in64(p[0].dtype)} at {show(p)}", p) for p in points],
+        "near",
+    )
 
 
 def _batch(
@@ -176,13 +178,30 @@ def _batch(
         )
     except (RuntimeError, ValueError, IndexError):
         return []  # 0-d inputs, or shapes that do not stack: no batch to probe
+    points = (joined, tuple(t.double() for t in joined))
+    return _where_finite(
+        reference,
+        [
+            (
+                f"at {show(p)}{_in64(p[0].dtype, ' in float64')} (the regular and the singular "
+                "inputs as one)",
+                p,
+            )
+            for p in points
+        ],
+        "batch",
+    )
+
+
+def _where_finite(
+    reference: Callable[..., Any], points: list[tuple[str, tuple[Tensor, ...]]], kind: str
+) -> list[tuple[Point, Truth]]:
+    """The probes ``(where, inputs)`` at which the reference is finite, as ``kind`` points."""
     found = []
-    for point in (joined, tuple(t.double() for t in joined)):
+    for where, point in points:
         truth = _probe_truth(reference, point)
         if truth is not None:
-            dtype = " in float64" if point[0].dtype == torch.float64 else ""
-            where = f"at {show(point)}{dtype} (the regular and the singular inputs as one)"
-            found.append((Point(where, point, "batch"), truth))
+            found.append((Point(where, point, kind), truth))
     return found
 
 
@@ -193,6 +212,52 @@ def _probe_truth(reference: Callable[..., Any], inputs: tuple[Tensor, ...]) -> T
     except (TypeError, ValueError):
         return None
     return truth if bool(truth.value.isfinite()) else None
+
+
+def _singular_rows(x: Tensor, grad: Tensor) -> Tensor | None:
+    """Which rows of a batch ``x`` hold the singular point (a non-finite gradient), when some
+    do and some do not; ``None`` for a 0-d input, or when every row or none does."""
+    if x.dim() == 0:
+        return None
+    rows = (~grad.isfinite()).reshape(len(x), -1).any(dim=1)
+    return rows if 0 < int(rows.sum()) < len(x) else None
+
+
+def _alone(
+    reference: Callable[..., Any], inputs: tuple[Tensor, ...], singular: Truth
+) -> list[tuple[Point, Truth]]:
+    """The rows at the singular point, alone: where it is the whole batch, a value moved off
+    it (to 1e-8) is no longer lost in a mean of larger ones."""
+    rows = [_singular_rows(x, g) for x, g in zip(inputs, singular.grads, strict=True)]
+    if any(r is None for r in rows):
+        return []
+    point = tuple(x.detach()[r] for x, r in zip(inputs, rows, strict=True) if r is not None)
+    points = (point, tuple(t.double() for t in point))
+    return _where_finite(
+        reference,
+        [(f"at the singular point alone,{_in64(p[0].dtype)} at {show(p)}", p) for p in points],
+        "alone",
+    )
+
+
+def _wider(
+    reference: Callable[..., Any], inputs: tuple[Tensor, ...], singular: Truth
+) -> list[tuple[Point, Truth]]:
+    """The example's points with one coordinate more (2-d inputs): 0 in the rows at the
+    singular point, which stay there, and 2, 4, 6... in the others."""
+    if any(x.dim() != 2 for x in inputs):
+        return []
+    wider = []
+    for x, grad in zip(inputs, singular.grads, strict=True):
+        at = (~grad.isfinite()).all(dim=1)
+        extra = torch.where(at, 0.0, 2.0 * torch.arange(1, len(x) + 1, dtype=torch.float64))
+        wider.append(torch.cat([x.detach(), extra[:, None].to(x.dtype)], dim=1))
+    point = tuple(wider)
+    truth = _probe_truth(reference, point)
+    if truth is None:
+        return []
+    where = f"with {point[0].shape[1]} coordinates, at {show(point)}"
+    return [(Point(where, point, "wider"), truth)]
 
 
 def probe_points(
@@ -206,6 +271,8 @@ def probe_points(
     return [
         *_beside(reference, regular),
         *_near(reference, inputs, singular),
+        *_alone(reference, inputs, singular),
+        *_wider(reference, inputs, singular),
         *_batch(reference, inputs, regular),
         (Point("at the singular point, in float64", in64, "singular"), singular),
     ]

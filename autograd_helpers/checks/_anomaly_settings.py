@@ -86,6 +86,33 @@ def as_meant(reference: Callable[..., Any], inputs: Sequence[Tensor]) -> Tensor:
     return loss.detach().double().reshape(())
 
 
+def reference_gradient(
+    reference: Callable[..., Any], inputs: Sequence[Tensor], trained: Sequence[int]
+) -> list[Tensor]:
+    """The gradient the reference steps with, for each of ``inputs``' ``trained`` tensors,
+    caught as backward accumulates it (the reference may clear ``.grad`` after its update);
+    empty where it cannot be had."""
+    leaves = [t.detach().clone().requires_grad_(k in trained) for k, t in enumerate(inputs)]
+    caught: dict[int, Tensor] = {}
+
+    def catch(k: int) -> Callable[[Tensor], None]:
+        def hook(leaf: Tensor) -> None:  # a post-accumulate-grad hook must return None
+            if leaf.grad is not None:
+                caught.setdefault(k, leaf.grad.detach().clone())
+
+        return hook
+
+    handles = [leaves[k].register_post_accumulate_grad_hook(catch(k)) for k in trained]
+    try:
+        as_meant(reference, leaves)
+    except (TypeError, ValueError):
+        return []
+    finally:
+        for handle in handles:
+            handle.remove()
+    return [caught[k] for k in trained] if all(k in caught for k in trained) else []
+
+
 def example_inputs(make_inputs: Callable[[], Any]) -> tuple[Tensor, ...]:
     """What ``make_inputs()`` returns, checked: tensors, some of them parameters."""
     try:

@@ -30,6 +30,7 @@ from autograd_helpers.checks._anomaly_settings import (
     copies,
     loss_problem,
     loss_value,
+    reference_gradient,
 )
 from autograd_helpers.checks._anomaly_updates import Update, update_hint
 from autograd_helpers.checks._contain import said
@@ -94,6 +95,7 @@ class StepRun:
     watch: Usage
     lasting: list[str]
     want: Tensor  # the specified loss, float64
+    rules: list[str]  # optimizer settings other than plain SGD its steps used, in words
 
     @property
     def trained(self) -> list[int]:
@@ -289,6 +291,8 @@ def _update_as_meant(run: StepRun) -> CheckResult | None:
             earlier=run.earlier,
             called=run.watch.called,
             large=run.setting.kind == "large",
+            rules=run.rules,
+            gradient=reference_gradient(run.reference, run.theirs_before, trained),
         )
         return run.fail(
             f"{run.after} parameter {k} (`{run.names[k]}`) differs from the reference's.",

@@ -6,24 +6,31 @@ is itself wrong (a tensor changed behind autograd's back), and the right gradien
 another update rule (an optimizer such as Adam, a clamp or a clip of the gradient, weight
 decay). :func:`update_hint` tells them apart by what explains the whole update (never one
 element): no move at all, the earlier steps' gradients still in ``.grad``, the update
-applied twice, the wrong sign, a constant factor, every entry moved by the same size (an
-update divided by the gradient's own size, as Adam's first step), entries capped at a bound
-(a clamp), the update scaled down only where the gradient is large (a clipped norm), a pull
-towards 0 (weight decay); and by the update rules the step called (:data:`OTHER_RULES`,
-recognised by :func:`~._watch.watching` under any name).
+applied twice, the wrong sign, an update whose norm is the learning rate whatever the
+gradient's (divided by the gradient's norm: a factor that changes from step to step, told
+apart from a learning rate with the reference's gradient), a constant factor, every entry
+moved by the same size (an update divided by the gradient's own size, as Adam's first step),
+entries capped at a bound (a clamp), the update scaled down only where the gradient is large
+(a clipped norm), a pull towards 0 (weight decay); by the update rules the step called
+(:data:`OTHER_RULES`, recognised by :func:`~._watch.watching` under any name); and by the
+settings of the optimizers it stepped (:func:`optimizer_rules`: SGD with Nesterov momentum,
+whose first step is 1 + momentum times the gradient step, looks like a learning rate).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from autograd_helpers.checks._numeric import format_number
 
-__all__ = ["OTHER_RULES", "Update", "update_hint"]
+__all__ = ["OTHER_RULES", "Update", "optimizer_rules", "update_hint"]
 
 # Update rules other than plain gradient descent, by the function that runs each: a fresh
 # `torch.optim.Adam([w])` in the step runs `torch.optim.adam.adam` (AdamW too).
@@ -73,6 +80,51 @@ class Update:
     earlier: Sequence[Sequence[Tensor]] = ()
     called: Sequence[str] = ()
     large: bool = False
+    rules: Sequence[str] = ()
+    gradient: Sequence[Tensor] = ()
+
+
+def _sgd_rule(optimizer: torch.optim.Optimizer) -> str | None:
+    """What an ``SGD`` with Nesterov momentum does otherwise than ``w -= lr * w.grad``."""
+    if not isinstance(optimizer, torch.optim.SGD):
+        return None
+    for group in optimizer.param_groups:
+        momentum = float(group.get("momentum", 0.0))
+        if group.get("nesterov") and momentum > 0:
+            return (
+                f"`torch.optim.SGD` with momentum={momentum:g} and nesterov=True, whose first "
+                f"step is already {format_number(1 + momentum)} times the gradient step "
+                "(1 + momentum)"
+            )
+    return None
+
+
+@contextmanager
+def optimizer_rules() -> Iterator[list[str]]:
+    """Within this block, every optimizer step taken with a rule other than plain SGD that
+    the numbers alone would blame on the learning rate (SGD with Nesterov momentum), in words.
+
+    Example::
+
+        >>> w = torch.ones(2, requires_grad=True)
+        >>> with optimizer_rules() as rules:
+        ...     w.grad = torch.ones(2)
+        ...     torch.optim.SGD([w], lr=0.1, momentum=0.9, nesterov=True).step()
+        >>> rules[0][:42]
+        '`torch.optim.SGD` with momentum=0.9 and ne'
+    """
+    rules: list[str] = []
+
+    def note(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        rule = _sgd_rule(optimizer)
+        if rule is not None and rule not in rules:
+            rules.append(rule)
+
+    handle = register_optimizer_step_pre_hook(note)
+    try:
+        yield rules
+    finally:
+        handle.remove()
 
 
 def _flat(tensors: Sequence[Tensor]) -> Tensor:
@@ -180,8 +232,28 @@ def _settled(update: Update, got: Tensor, want: Tensor) -> str | None:
             "Hint: your update goes the wrong way, uphill: subtract the gradient "
             "(`w -= lr * w.grad`), do not add it."
         )
+    if (normalised := _normalised(update, got, want)) is not None:
+        return normalised
     times = format_number(scale)
     return f"Hint: your update is {times} times the right one: check the learning rate."
+
+
+def _normalised(update: Update, got: Tensor, want: Tensor) -> str | None:
+    """A hint when the update's norm is the learning rate whatever the gradient's: the
+    gradient divided by its own norm (a factor that changes from step to step)."""
+    gradient = _flat(update.gradient)
+    size = float(gradient.norm())
+    if not update.gradient or gradient.shape != want.shape or size == 0:
+        return None
+    rate = -float((want * gradient).sum()) / size**2  # the original's: want = -rate * g
+    if rate <= 0 or abs(size - 1) < 1e-3 or abs(float(got.norm()) - rate) > 1e-4 * rate:
+        return None
+    return (
+        f"Hint: your step has norm {format_number(rate)}, the learning rate, whatever the "
+        f"gradient (its norm is {format_number(size)} here): did you divide by the "
+        "gradient's norm? The original steps by `lr * w.grad`, longer where the gradient is "
+        "larger."
+    )
 
 
 def update_hint(update: Update) -> str:
@@ -196,6 +268,8 @@ def update_hint(update: Update) -> str:
         Hint: another update rule than the original's: your update is the right one with
     """
     got, want = _flat(update.moved), _flat(update.meant)
+    if update.rules:  # read from the optimizer's own settings: no guess from the numbers
+        return f"Hint: your step calls {update.rules[0]}, another update rule. {KEEP_THE_RULE}"
     if (settled := _settled(update, got, want)) is not None:
         return settled
     shows = _what_it_shows(update, got, want)

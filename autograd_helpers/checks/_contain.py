@@ -162,10 +162,11 @@ class Contained:
     Found by themselves: the tensors, modules and optimizers ``fn`` can reach by name (with
     ``every_global``, instead: every global tensor and module of ``fn``'s notebook), the
     global variables and class attributes it can set, the lists, dicts and sets it can
-    change (with ``every_global``, the notebook's), and its own attributes. With ``deep``
-    (``check_function``), also what the notebook's functions it calls by name reach, the
-    containers inside those containers, its default arguments, the attributes of the
-    notebook's classes and plain objects, NumPy arrays, and attributes set on modules.
+    change (with ``every_global``, the notebook's), its attributes (``self.calls`` too) and
+    ``lru_cache``. With ``deep`` (``check_function``), also what the notebook's functions it
+    calls by name reach, the containers inside those containers, its default arguments, the
+    attributes of the notebook's classes and plain objects, NumPy arrays, and attributes set
+    on modules.
 
     Example::
 
@@ -200,7 +201,7 @@ class Contained:
         self.containers = Containers(fn, every_global=every_global, owners=owners or None)
         self.arrays = Arrays(owners)
         self.module_attributes = ModuleAttributes(owners)
-        self.lru_caches = LruCaches(owners)
+        self.lru_caches = LruCaches(owners, fn)
         reached = _every_global(fn) if every_global else reachable(*code_owners(fn))
         tensors: dict[int, tuple[str, Tensor]] = {}
         modules: dict[int, tuple[str, nn.Module]] = {}
@@ -261,8 +262,10 @@ class Contained:
                     found.append(w.settings.format(label=label, what=", ".join(what)))
         if w.attribute and self.attributes is not None:
             fn, before = self.attributes
-            owner = getattr(fn, "__name__", "fn")
-            found += [w.attribute.format(owner=owner, name=n) for n in vars(fn) if n not in before]
+            owner = getattr(fn, "__name__", "self")  # a callable object's: `self.calls`
+            # new, or set again (a counter on a callable object)
+            written = [n for n, v in vars(fn).items() if n not in before or before[n] is not v]
+            found += [w.attribute.format(owner=owner, name=n) for n in written]
         return found
 
     def restore(self) -> None:

@@ -51,7 +51,12 @@ def _same(tensor: Tensor | None, copy: Tensor | None) -> bool:
 
 
 def _hooks(module: nn.Module) -> int:
-    hooks = (module._forward_hooks, module._forward_pre_hooks, module._backward_hooks)
+    hooks = (
+        module._forward_hooks,
+        module._forward_pre_hooks,
+        module._backward_hooks,
+        module._backward_pre_hooks,
+    )
     return sum(len(found) for found in hooks)
 
 
@@ -153,6 +158,17 @@ class ModelRecord:
             name
             for name, (_, values) in self.buffers.items()
             if name not in now or not _same(now[name], values)
+        ]
+
+    def dtypes_changed(self, model: nn.Module) -> list[str]:
+        """Parameters and buffers whose dtype differs now (``model.double()``)."""
+        now = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+        before = {n: p.values for n, p in self.parameters.items()}
+        before |= {n: values for n, (_, values) in self.buffers.items()}
+        return [
+            name
+            for name, was in before.items()
+            if was is not None and name in now and now[name].dtype != was.dtype
         ]
 
     def hooks_added(self, model: nn.Module) -> list[str]:

@@ -113,16 +113,23 @@ def object_spaces(owners: list[Any], known: list[Any]) -> list[tuple[str, Any]]:
     return found
 
 
+def _is_cached(value: object) -> bool:
+    return callable(getattr(value, "cache_info", None)) and hasattr(value, "cache_clear")
+
+
 class LruCaches:
-    """The ``functools.lru_cache`` functions ``owners`` name: which cached more calls (a
-    cache outside ``ctx`` too). Entries cannot be taken out one by one: a cache that was
+    """The ``functools.lru_cache`` functions ``owners`` name, and ``fn`` itself when it is
+    one: which cached more calls (a cache outside ``ctx`` too, or state kept between calls
+    of the learner's function). Entries cannot be taken out one by one: a cache that was
     empty is cleared again."""
 
-    def __init__(self, owners: list[Any]) -> None:
+    def __init__(self, owners: list[Any], fn: object = None) -> None:
         found: dict[int, tuple[str, Any]] = {}
+        if _is_cached(fn):
+            found[id(fn)] = (str(getattr(fn, "__name__", "your function")), fn)
         for owner in owners:
             for name, value in _named(owner):
-                if callable(getattr(value, "cache_info", None)) and hasattr(value, "cache_clear"):
+                if _is_cached(value):
                     found.setdefault(id(value), (name, value))
         self.kept = [(name, f, _size(f)) for name, f in found.values()]
 

@@ -1,9 +1,9 @@
 """The models, loaders and expected losses ``check_evaluate`` tries a learner's loop on.
 
-Everything here is data: :data:`NETWORKS` (the chapter's model and one whose train-mode
-layers are of other kinds), :data:`CASES` (which model, in which mode, on batches of which
-sizes), and :func:`expected` (what a right loop returns on a case, and what the usual wrong
-loops return, for the hints).
+Everything here is data: :data:`NETWORKS` (the chapter's model, and one with two outputs
+whose train-mode layers are of other kinds), :data:`CASES` (which model, in which mode,
+on batches of which sizes), :func:`expected` (what a right loop returns on a case, and what
+the usual wrong loops return) and :data:`WRONG_LOOPS` (the hint for each of those).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ __all__ = [
     "CASES",
     "FEATURES",
     "NETWORKS",
+    "WRONG_LOOPS",
     "Case",
     "Expected",
     "chapter_model",
@@ -42,7 +43,8 @@ def chapter_model() -> nn.Sequential:
 
 def _other_kinds() -> nn.Sequential:
     # Train mode changes these too, and they are neither nn.Dropout nor nn.BatchNorm1d: a loop
-    # that switches only those two kinds to eval fails here.
+    # that switches only those two kinds to eval fails here. Two outputs: `F.mse_loss`
+    # averages over them too, so a loss summed over each row and divided by the rows is off.
     torch.manual_seed(1)
     return nn.Sequential(
         nn.Linear(FEATURES, 6),
@@ -50,14 +52,18 @@ def _other_kinds() -> nn.Sequential:
         nn.InstanceNorm1d(2, track_running_stats=True),
         nn.Flatten(),
         nn.RReLU(),
-        nn.Linear(6, 1),
+        nn.Linear(6, 2),
     )
 
 
-# name -> (how the feedback calls it, how to build it)
-NETWORKS: dict[str, tuple[str, Callable[[], nn.Sequential]]] = {
-    "chapter": ("the chapter's model", chapter_model),
-    "other kinds": ("a model with instance norm (running statistics) and RReLU", _other_kinds),
+# name -> (how the feedback calls it, how to build it, its number of outputs)
+NETWORKS: dict[str, tuple[str, Callable[[], nn.Sequential], int]] = {
+    "chapter": ("the chapter's model", chapter_model, 1),
+    "other kinds": (
+        "a model with instance norm (running statistics), RReLU and two outputs",
+        _other_kinds,
+        2,
+    ),
 }
 
 
@@ -121,7 +127,8 @@ def loader_for(case: Case, seed: int) -> Loader:
     for index, rows in enumerate(case.sizes):
         width = FEATURES + (case.raises and index == len(case.sizes) - 1)
         x = torch.randn(rows, width, generator=generator, dtype=case.dtype)
-        batches.append((x, torch.randn(rows, 1, generator=generator, dtype=case.dtype)))
+        outputs = NETWORKS[case.network][2]
+        batches.append((x, torch.randn(rows, outputs, generator=generator, dtype=case.dtype)))
     return batches
 
 
@@ -133,6 +140,7 @@ class Expected:
     train_mode: float  # the same in train mode, dropout drawn from seed 0
     per_sample: float  # every sample weighing the same: batches weighted by their size
     total: float  # the sum of the batch losses
+    per_row: float  # each row's squared error summed over the outputs, as `reduction="sum"`/rows
     last: float  # the last batch's loss alone
     first: float  # the first batch's loss alone
 
@@ -156,6 +164,49 @@ def expected(case: Case, loader: Loader) -> Expected:
         train_mode=sum(train_losses) / len(train_losses),
         per_sample=sum(n * loss for n, loss in zip(sizes, losses, strict=True)) / sum(sizes),
         total=sum(losses),
+        per_row=sum(losses) / len(losses) * NETWORKS[case.network][2],
         last=losses[-1],
         first=losses[0],
     )
+
+
+# (which wrong loop returns this, the hint) for the value a wrong loop returns.
+WRONG_LOOPS: tuple[tuple[Callable[[Expected], float], str], ...] = (
+    (
+        lambda e: e.train_mode,
+        "Hint: that is the train-mode loss (dropout on, batch statistics of each batch, and "
+        "so on for every layer that reads `training`): call `model.eval()`, which switches "
+        "every submodule, before the loop.",
+    ),
+    (
+        lambda e: e.per_sample,
+        "Hint: that is the mean over samples, each batch weighted by its size. The exercise "
+        "asks for the mean over batches, as the chapter's `evaluate` computes it: add up each "
+        "batch's loss and divide by the number of batches.",
+    ),
+    (
+        lambda e: e.total,
+        "Hint: that is the sum of the batch losses: divide by the number of batches.",
+    ),
+    (
+        lambda e: e.per_row,
+        "Hint: that is each row's squared error summed over the model's outputs: "
+        "`F.mse_loss` averages over every element, rows and outputs (a sum divided by the "
+        "rows is the same only for a model with one output).",
+    ),
+    (
+        lambda e: e.last,
+        "Hint: that is the last batch's loss alone: keep every batch's loss (a list, or "
+        "`total += ...`), not only the latest.",
+    ),
+    (
+        lambda e: e.first,
+        "Hint: that is the first batch's loss alone: is there a `return` inside the loop?",
+    ),
+    (
+        lambda e: 0.0,
+        "Hint: 0 is what a loop returns that saw no batch at all: is the loader read twice, "
+        "once to count the batches (`sum(1 for _ in loader)`) and once for the losses? An "
+        "iterator is used up by the first pass; count the batches in the same pass.",
+    ),
+)

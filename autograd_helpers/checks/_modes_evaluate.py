@@ -18,7 +18,7 @@ from torch import nn
 from autograd_helpers.checks._contain_modules import listed, notebook_kept, settings_kept
 from autograd_helpers.checks._feedback import CheckResult, first_found, raised_verdict
 from autograd_helpers.checks._modes_attempt import Attempt, as_number
-from autograd_helpers.checks._modes_cases import FEATURES, Expected
+from autograd_helpers.checks._modes_cases import FEATURES, WRONG_LOOPS
 from autograd_helpers.checks._modes_contain import (
     attributes_kept,
     global_calls_kept,
@@ -26,6 +26,7 @@ from autograd_helpers.checks._modes_contain import (
     outside_kept,
 )
 from autograd_helpers.checks._modes_grads import evaluation_grads_kept
+from autograd_helpers.checks._modes_kept import dtypes_kept, hooks_kept
 
 __all__ = ["CHECKS", "CHECKS_WHEN_A_BATCH_RAISES", "judge"]
 
@@ -63,42 +64,6 @@ def _one_number(run: Attempt) -> CheckResult | None:
     return run.fail(f"it returned {read}, not the mean loss.", hint)
 
 
-# (which wrong loop returns this, the hint) for the value a wrong loop returns.
-_WRONG_LOOPS: tuple[tuple[Callable[[Expected], float], str], ...] = (
-    (
-        lambda e: e.train_mode,
-        "Hint: that is the train-mode loss (dropout on, batch statistics of each batch, and "
-        "so on for every layer that reads `training`): call `model.eval()`, which switches "
-        "every submodule, before the loop.",
-    ),
-    (
-        lambda e: e.per_sample,
-        "Hint: that is the mean over samples, each batch weighted by its size. The exercise "
-        "asks for the mean over batches, as the chapter's `evaluate` computes it: add up each "
-        "batch's loss and divide by the number of batches.",
-    ),
-    (
-        lambda e: e.total,
-        "Hint: that is the sum of the batch losses: divide by the number of batches.",
-    ),
-    (
-        lambda e: e.last,
-        "Hint: that is the last batch's loss alone: keep every batch's loss (a list, or "
-        "`total += ...`), not only the latest.",
-    ),
-    (
-        lambda e: e.first,
-        "Hint: that is the first batch's loss alone: is there a `return` inside the loop?",
-    ),
-    (
-        lambda e: 0.0,
-        "Hint: 0 is what a loop returns that saw no batch at all: is the loader read twice, "
-        "once to count the batches (`sum(1 for _ in loader)`) and once for the losses? An "
-        "iterator is used up by the first pass; count the batches in the same pass.",
-    ),
-)
-
-
 def _close(value: float, target: float) -> bool:
     return abs(value - target) <= RELATIVE_TOLERANCE * max(1.0, abs(target))
 
@@ -109,7 +74,7 @@ def _value(run: Attempt) -> CheckResult | None:
     if _close(run.value, want.right):
         return None
     details = [f"It returned {run.value:.6g}; the eval-mode mean loss is {want.right:.6g}."]
-    details += [hint for loop, hint in _WRONG_LOOPS if _close(run.value, loop(want))][:1]
+    details += [hint for loop, hint in WRONG_LOOPS if _close(run.value, loop(want))][:1]
     moved = run.record.buffers_changed(run.model)
     if len(details) == 1 and moved:
         return run.fail(
@@ -201,16 +166,7 @@ def _parameters_kept(run: Attempt) -> CheckResult | None:
             f"it changed the model's parameters ({listed(changed)}): evaluating must not "
             "train or modify the model."
         )
-    if (problem := evaluation_grads_kept(run)) is not None:
-        return problem
-    hooks = record.hooks_added(model)
-    if hooks:
-        return run.fail(
-            f"it left hooks on {listed(hooks)}: they would run on every later forward pass.",
-            "Remove a hook you add (`handle = module.register_forward_hook(...)`, then "
-            "`handle.remove()`, in a `finally:`).",
-        )
-    return None
+    return evaluation_grads_kept(run)
 
 
 def _loader_kept(run: Attempt) -> CheckResult | None:
@@ -252,12 +208,15 @@ def _no_graph(run: Attempt) -> CheckResult | None:
         f"it recorded a graph ({what}) it never uses.",
         "Wrap the loop in `torch.inference_mode()` (or `torch.no_grad()`): evaluation needs "
         "no gradients, and the graph costs memory and time. Hooks that move saved tensors "
-        "elsewhere still record the graph; only grad mode off records none.",
+        "elsewhere still record the graph; only grad mode off records none "
+        "(`torch.inference_mode(False)` and `torch.enable_grad()` switch it back on).",
     )
 
 
 _attributes_kept = attributes_kept("evaluating")
 _layout_kept = layout_kept("evaluating")
+_dtypes_kept = dtypes_kept("evaluating")
+_hooks_kept = hooks_kept("evaluating")
 
 
 def _error_passed_on(run: Attempt) -> CheckResult | None:
@@ -288,11 +247,13 @@ CHECKS: tuple[Check, ...] = (
     notebook_kept,
     outside_kept,
     _loader_kept,
+    _dtypes_kept,
     _one_number,
     _value,
     _mode_restored,
     _statistics_kept,
     _parameters_kept,
+    _hooks_kept,
     _attributes_kept,
     _layout_kept,
     global_calls_kept,
@@ -304,10 +265,12 @@ CHECKS_WHEN_A_BATCH_RAISES: tuple[Check, ...] = (
     settings_kept,
     notebook_kept,
     outside_kept,
+    _dtypes_kept,
     _error_passed_on,
     _mode_restored,
     _statistics_kept,
     _parameters_kept,
+    _hooks_kept,
     _attributes_kept,
     _layout_kept,
     _loader_kept,

@@ -1,12 +1,14 @@
 """``check_frozen`` as named checks, run in order from :data:`CHECKS` on every network.
 
 The networks are data (:data:`NETWORKS`): the chapter's own model first, then two whose last
-layer sits elsewhere (so fixed indices and names fail), and one whose second-to-last module
-has parameters (so freezing ``model[:-2]`` fails). The learner's ``fn`` freezes each
+layer sits elsewhere (so fixed indices and names fail), one whose second-to-last module
+has parameters (so freezing ``model[:-2]`` fails), and one of eleven modules (so modules
+ordered by name, where "10" comes before "2", fail). The learner's ``fn`` freezes each
 (:func:`attempt`), then one small function per property judges the result: the call ran and
 changed no global setting and none of the notebook's models, the layers are the same objects
-with the same values, every layer but the last is frozen and the last is not, and a backward
-pass fills the last layer's ``.grad`` and no other.
+in the same dtype with the same values, every layer but the last is frozen and the last is
+not, no hook is left on the model, and a backward pass fills the last layer's ``.grad`` and
+no other.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from autograd_helpers.checks._modes_grads import (
     grad_changes,
     with_gradients,
 )
+from autograd_helpers.checks._modes_kept import dtypes_kept, hooks_kept
 
 __all__ = ["CHECKS", "NETWORKS", "Attempt", "Network", "attempt", "judge", "mode_note"]
 
@@ -76,6 +79,13 @@ def _normed() -> nn.Sequential:
     )
 
 
+def _long() -> nn.Sequential:
+    # Eleven modules: ordered by name ("0", "1", "10", "2", ...), the last one is "9", not "10".
+    torch.manual_seed(0)
+    hidden = [nn.Linear(8, 8) for _ in range(9)]
+    return nn.Sequential(nn.Linear(4, 8), *hidden, nn.Linear(8, 2))
+
+
 NETWORKS = (
     Network("the chapter's model", chapter_model),
     Network("a seven-module network whose last layer (index 6) has no bias", _deeper),
@@ -84,6 +94,7 @@ NETWORKS = (
         "a five-module network whose second-to-last module (a LayerNorm) has parameters",
         _normed,
     ),
+    Network("an eleven-module network (its names sort 0, 1, 10, 2, ...)", _long),
 )
 
 
@@ -227,10 +238,12 @@ CHECKS: tuple[Check, ...] = (
     settings_kept,
     notebook_kept,
     outside_kept,
+    dtypes_kept("freezing"),
     _layers_kept,
     _grads_untouched,
     _earlier_frozen,
     _last_learning,
+    hooks_kept("freezing"),
     attributes_kept("freezing"),
     layout_kept("freezing"),
     global_calls_kept,

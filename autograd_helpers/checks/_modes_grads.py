@@ -19,9 +19,11 @@ from torch import nn
 
 from autograd_helpers.checks._contain_modules import ModelRecord, listed
 from autograd_helpers.checks._feedback import CheckResult
+from autograd_helpers.checks._numeric import format_number
 
 __all__ = [
     "GradChanges",
+    "ModelRun",
     "evaluation_grads_kept",
     "freezing_grads_kept",
     "freezing_note",
@@ -76,7 +78,7 @@ def _all_zero(grad: torch.Tensor) -> bool:
         return False
 
 
-class _Run(Protocol):
+class ModelRun(Protocol):
     """A learner's call on a model, as both chapter 05 attempts record it."""
 
     @property
@@ -86,11 +88,45 @@ class _Run(Protocol):
     def fail(self, title: str, *details: str) -> CheckResult: ...
 
 
-def evaluation_grads_kept(run: _Run) -> CheckResult | None:
+def _flat(grads: list[torch.Tensor | None]) -> torch.Tensor | None:
+    if any(g is None or g.layout != torch.strided for g in grads):
+        return None
+    return torch.cat([g.detach().double().reshape(-1) for g in grads if g is not None])
+
+
+def _clipped(record: ModelRecord, model: nn.Module, names: list[str]) -> str | None:
+    """How the gradients ``names`` were clipped: all scaled down by one factor (a clipped
+    norm) or each entry capped at a bound (clipped values); ``None`` when neither."""
+    now = dict(model.named_parameters())
+    before = _flat([record.parameters[name].grad for name in names])
+    after = _flat([now[name].grad for name in names])
+    if before is None or after is None or before.shape != after.shape:
+        return None
+    norm = float((before * before).sum())
+    scale = float((after * before).sum()) / norm if norm else 0.0
+    if 0 < scale < 1 and torch.allclose(after, scale * before, rtol=1e-5, atol=1e-7):
+        return f"scaled them all by {format_number(scale)}, as `clip_grad_norm_` does"
+    bound = float(after.abs().max()) if after.numel() else 0.0
+    capped = before.clamp(-bound, bound)
+    if 0 < bound < float(before.abs().max()) and torch.allclose(after, capped, atol=1e-7):
+        return f"capped each entry at ±{format_number(bound)}, as `clip_grad_value_` does"
+    return None
+
+
+def evaluation_grads_kept(run: ModelRun) -> CheckResult | None:
     """Evaluating leaves every gradient the model came with as it was."""
     changes = grad_changes(run.record, run.model)
     if not changes:
         return None
+    clipped = _clipped(run.record, run.model, changes.written) if changes.written else None
+    if clipped is not None:
+        return run.fail(
+            f"it changed the `.grad` of {listed(changes.written)}: it {clipped}. Those are "
+            "the gradients the model came with, as a model in the middle of training has "
+            "them, and evaluating must leave them alone.",
+            "Clip in the training step, between `backward()` and `optimizer.step()`, not in "
+            "evaluation; `torch.inference_mode()` keeps the evaluation from adding any.",
+        )
     if changes.written:
         return run.fail(
             f"it left gradients in the `.grad` of {listed(changes.written)}: evaluation runs "
@@ -115,7 +151,7 @@ _MOMENTUM = (
 )
 
 
-def freezing_grads_kept(run: _Run, changes: GradChanges, last: list[str]) -> CheckResult | None:
+def freezing_grads_kept(run: ModelRun, changes: GradChanges, last: list[str]) -> CheckResult | None:
     """Freezing writes no gradient; clearing the frozen layers' stale ones is allowed."""
     if changes.zeroed:
         return run.fail(

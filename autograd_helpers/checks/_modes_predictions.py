@@ -25,6 +25,7 @@ __all__ = [
     "answers_of",
     "read",
     "require_questions",
+    "spelling_notes",
 ]
 
 MODES = ("train", "eval")
@@ -87,6 +88,26 @@ def _plain(answer: object) -> object:
     if isinstance(answer, np.generic):
         return answer.item()
     return answer
+
+
+def spelling_notes(answers: Sequence[object], truths: Sequence[object]) -> list[str]:
+    """What to say about answers written as another kind of value: strings, or lists.
+
+    Example::
+
+        >>> spelling_notes([[True], "False"], [True, False])[0][:42]
+        'Answer with the values True and False, not'
+    """
+    notes = []
+    pairs = list(zip(answers, truths, strict=True))
+    if any(isinstance(truth, bool) and isinstance(answer, str) for answer, truth in pairs):
+        notes.append("Answer with the values True and False, not the strings 'True' and 'False'.")
+    if any(isinstance(answer, list | tuple | dict | set) for answer, _ in pairs):
+        notes.append(
+            "Each answer is one value (True or False, or a number), not a list: write "
+            "`predicted = [True, False, ...]`, a flat list with one value per question."
+        )
+    return notes
 
 
 @dataclass(frozen=True)

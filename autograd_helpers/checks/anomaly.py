@@ -31,7 +31,7 @@ from autograd_helpers.checks._anomaly_settings import (
     probe_settings,
 )
 from autograd_helpers.checks._anomaly_step import STEP_CHECKS, StepRun
-from autograd_helpers.checks._anomaly_updates import OTHER_RULES
+from autograd_helpers.checks._anomaly_updates import OTHER_RULES, optimizer_rules
 from autograd_helpers.checks._contain import Contained
 from autograd_helpers.checks._feedback import CheckResult, callable_verdict, failed, first_found
 from autograd_helpers.checks._global_calls import GlobalCalls, flushing_denormals
@@ -59,6 +59,8 @@ _PROBED = (
     ("regular", "a regular point"),
     ("beside", "beside the singular point"),
     ("near", "near it"),
+    ("alone", "at the singular point alone"),
+    ("wider", "with a coordinate more"),
     ("batch", "as a longer batch"),
 )
 
@@ -165,8 +167,8 @@ def check_finite_gradients(
     given |= {f"the tensor you passed as regular[{k}]": x for k, x in enumerate(regular_inputs)}
     contained = chapter_contained(fn, given)
     custom = False
-    for point, truth in points:
-        trial = run_trial(fn, label, point, truth, contained)
+    for k, (point, truth) in enumerate(points):
+        trial = run_trial(fn, label, point, truth, contained, plain=k == 0)
         if (verdict := first_found(POINT_CHECKS, trial)) is not None:
             return verdict
         custom = custom or trial.custom
@@ -192,7 +194,11 @@ def check_safe_backward(
 
     ``check_function(fn, x, reference=reference, probes="edges")`` judges the numbers: the
     output and the gradient against the reference's at ``x`` and at the edge probes (0,
-    ±1e-30, ±1e-8, large values), in float64 and float32. Before it, the chapter's own
+    ±1e-30, ±1e-8, large values), in float64 and float32. After it, the gradient near 0
+    is held to the reference's derivative relative to its own size, where a formula that
+    cancels is far off and still within an absolute tolerance (1e-8, -1e-6 and 5e-3 in
+    float64; 2e-4 to 2e-3 in float32), and in float64 where x² underflows to 0 (±1e-170,
+    ±1e-160). Before it, the chapter's own
     checks: a NaN replaced with ``nan_to_num`` in forward or backward fails (in the words
     :func:`check_finite_gradients` uses), and so does a change that outlives the call (a
     global list appended to, a dict written into, a global set, the notebook's tensors),
@@ -259,7 +265,8 @@ def _run_step(
     before = [TensorState.take(t) for t in mine]
     theirs_before = [t.detach().clone() for t in theirs]
     calls = GlobalCalls()
-    with watching(tuple(OTHER_RULES), keep_outputs=True) as watch:  # and each pass's loss
+    # what it calls and each backward pass's loss; the optimizers' settings at each step
+    with watching(tuple(OTHER_RULES), keep_outputs=True) as watch, optimizer_rules() as rules:
         outcome = run_learner_code(calls.around(step), *mine)
     lasting = [*outcome.side_effects, *contained.changes()]
     lasting += calls.said(lasting)
@@ -268,7 +275,7 @@ def _run_step(
     names = argument_names(step, len(mine))
     return StepRun(
         label, setting, number, names, step, reference, mine, before, theirs, theirs_before,
-        earlier, outcome, watch, lasting, want,
+        earlier, outcome, watch, lasting, want, rules,
     )  # fmt: skip
 
 
@@ -291,9 +298,9 @@ def check_training_step(
     global settings and variables as it found them, and no hook on the parameters; and move
     the parameters as the reference's moved. A wrong update is explained when its numbers
     show the classic cause: no update at all, gradients accumulating across steps, the wrong
-    sign, a learning rate off by a factor, the update applied twice, another update rule (an
-    optimizer such as Adam, a clamp or a clip of the gradient, weight decay), float32 on the
-    way.
+    sign, a learning rate off by a factor, the update applied twice, the gradient divided by
+    its norm, another update rule (an optimizer such as Adam or SGD with Nesterov momentum, a
+    clamp or a clip of the gradient, weight decay), float32 on the way.
 
     The reference may be the broken step itself: it runs with every tensor it saves for
     backward copied (:func:`torch.autograd.graph.saved_tensors_hooks`), so that a later

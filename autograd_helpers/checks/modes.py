@@ -34,6 +34,7 @@ from autograd_helpers.checks._modes_predictions import (
     answers_of,
     read,
     require_questions,
+    spelling_notes,
 )
 from autograd_helpers.checks._problems import label_of
 from autograd_helpers.modes import mode_table
@@ -264,19 +265,18 @@ def check_mode_predictions(
     if problem is not None:
         return problem
     table = {(r["mode"], r["grad mode"]): r for r in _table(caller, model, x)}
-    lines, wrong, strings = [], 0, False
+    lines, wrong, truths = [], 0, []
     for (mode, grad, column), answer in zip(asked, answers, strict=True):
         truth = table[mode, grad][column]
+        truths.append(truth)
         reading = read(answer, truth)
-        strings |= isinstance(truth, bool) and isinstance(answer, str)
         if reading.right:
             note = "" if isinstance(answer, bool) else f" (you wrote {answer!r})"
             lines.append(f"✓ {mode}, {grad}, {column}: {truth}{note}")
         else:
             wrong += 1
             lines.append(f"✗ {mode}, {grad}, {column}: you said {reading.said}; it is {truth!r}")
-    if strings:
-        lines.append("Answer with the values True and False, not the strings 'True' and 'False'.")
+    lines += spelling_notes(answers, truths)
     if wrong:
         return failed(name, f"{wrong} of {len(asked)} predictions are off.", *lines, *changed)
     return CheckResult(

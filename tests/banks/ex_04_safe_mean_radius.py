@@ -413,4 +413,165 @@ class Radius(torch.autograd.Function):
         radius("return torch.linalg.vector_norm(points.float(), dim=1).mean().to(points.dtype)"),
         "computes in float32 for float64 input",
     ),
+    # --- from the round-4 learner audit (each passed, or was told the wrong cause, before)
+    wrong(
+        "right only at the example",
+        "torch.isclose to the origin (atol 1e-8) in a double where: was blamed as a NaN test",
+        radius(
+            "near = torch.isclose(points, torch.zeros_like(points)).all(dim=1)\n"
+            "safe = torch.where(near[:, None], torch.ones_like(points), points)\n"
+            "r = torch.sqrt((safe**2).sum(dim=1))\n"
+            "return torch.where(near, 0.0, r).mean()"
+        ),
+        "near the singular point, at [[-1e-08, 1e-08]",
+    ),
+    wrong(
+        "right only at the example",
+        "Tensor.isclose of the squared length to 0",
+        radius(
+            SQUARED + "origin = squared.isclose(torch.zeros_like(squared))\n"
+            "safe = torch.where(origin, 1.0, squared)\n"
+            "return torch.where(origin, 0.0, safe.sqrt()).mean()"
+        ),
+        "a threshold changes the loss wherever the input is small but not zero",
+    ),
+    wrong(
+        "right only at the example",
+        "the origin rows moved to (1e-8, 1e-8)",
+        radius(
+            "p = torch.where((points == 0).all(dim=1, keepdim=True), "
+            "torch.full_like(points, 1e-8), points)\n"
+            "return torch.sqrt((p**2).sum(dim=1)).mean()"
+        ),
+        "at the singular point alone, at [[0, 0]] its value is 1.414e-08, the original loss's 0",
+    ),
+    wrong(
+        "right only at the example",
+        "the origin rows moved to (1e-6, 1e-6)",
+        radius(
+            "p = torch.where((points == 0).all(dim=1, keepdim=True), "
+            "torch.full_like(points, 1e-6), points)\n"
+            "return torch.sqrt((p**2).sum(dim=1)).mean()"
+        ),
+        "its value is 1.414e-06, the original loss's 0",
+    ),
+    wrong(
+        "right only at the example",
+        "the origin rows shifted by a mask times 1e-8",
+        radius(
+            "at_zero = (points == 0).all(dim=1, keepdim=True)\n"
+            "return torch.linalg.vector_norm(points + 1e-8 * at_zero, dim=1).mean()"
+        ),
+        "Moving the point off it",
+    ),
+    wrong(
+        "right only at the example",
+        "the value times (1 + 1e-5) (passed before: the tolerance was 1e-5 in float64 too)",
+        radius("return torch.linalg.vector_norm(points, dim=1).mean() * (1 + 1e-5)"),
+        "its value is 2.13809, the original loss's 2.13807",
+    ),
+    wrong(
+        "right only at the example",
+        "the value times (1 + 1e-7): inside float32's rounding, not float64's",
+        radius("return torch.linalg.vector_norm(points, dim=1).mean() * (1 + 1e-7)"),
+        "in float64",
+    ),
+    wrong(
+        "right only at the example",
+        "two coordinates assumed: torch.hypot in a double where",
+        radius(
+            "a, b = points[:, 0], points[:, 1]\n"
+            "z = (a == 0) & (b == 0)\n"
+            "return torch.where(z, 0.0, torch.hypot(torch.where(z, 1.0, a), b)).mean()"
+        ),
+        "with 3 coordinates, at [[0, 0, 0], [3, 4, 4], [1, -1, 6]] its value is 2.138",
+    ),
+    wrong(
+        "right only at the example",
+        "two coordinates assumed: x² + y² written out",
+        radius(
+            "squared = points[:, 0] ** 2 + points[:, 1] ** 2\n"
+            "origin = squared == 0\n"
+            "safe = torch.where(origin, 1.0, squared)\n"
+            "return torch.where(origin, 0.0, safe.sqrt()).mean()"
+        ),
+        "does your function assume two",
+    ),
+    wrong(
+        "symptom fix",
+        "radii[squared == 0] = 0 after the root: sqrt's saved output changed in place",
+        radius(
+            SQUARED + "radii = torch.sqrt(squared)\nradii[squared == 0] = 0\nreturn radii.mean()"
+        ),
+        "the output of `Sqrt` was saved for backward, then changed",
+    ),
+    wrong(
+        "symptom fix",
+        "masked_fill_ on the radii",
+        radius(
+            SQUARED + "radii = torch.sqrt(squared)\n"
+            "radii.masked_fill_(squared == 0, 0.0)\n"
+            "return radii.mean()"
+        ),
+        "A `torch.where` after the root is no fix either",
+    ),
+    wrong(
+        "side effect",
+        "sets the caller's points.grad to None",
+        radius("points.grad = None\nreturn torch.linalg.vector_norm(points, dim=1).mean()"),
+        "it changed the `.grad` of its input",
+    ),
+    wrong(
+        "side effect",
+        "zeroes the caller's gradient first, as zero_grad would",
+        radius(
+            "if points.grad is not None:\n"
+            "    points.grad.zero_()\n"
+            "return torch.linalg.vector_norm(points, dim=1).mean()"
+        ),
+        "the caller's `.grad` holds what earlier backward passes accumulated",
+    ),
+    wrong(
+        "side effect",
+        "makes the caller's points require grad",
+        radius("points.requires_grad_()\nreturn torch.linalg.vector_norm(points, dim=1).mean()"),
+        "it switches `requires_grad` on for its input",
+    ),
+    wrong(
+        "side effect",
+        "sets points.requires_grad = True",
+        radius(
+            "points.requires_grad = True\nreturn torch.linalg.vector_norm(points, dim=1).mean()"
+        ),
+        "Drop the `requires_grad_()`",
+    ),
+    wrong(
+        "side effect",
+        "functools.lru_cache on the function: state kept between calls",
+        "import functools\n\n\n@functools.lru_cache(maxsize=None)\n"
+        "def safe_mean_radius(points):\n"
+        "    return torch.linalg.vector_norm(points, dim=1).mean()\n",
+        "It changed the functools.lru_cache of `safe_mean_radius` (its items)",
+    ),
+    wrong(
+        "side effect",
+        "functools.cache on the function",
+        "import functools\n\n\n@functools.cache\n"
+        "def safe_mean_radius(points):\n"
+        "    return points.norm(dim=1).mean()\n",
+        "lru_cache",
+    ),
+    right(
+        "cdist to a zero point of the points' dtype (audit)",
+        radius(
+            "origin = points.new_zeros(1, points.shape[1])\nreturn torch.cdist(points, origin).mean()"
+        ),
+    ),
+    right(
+        "sqrt(s + mask) - mask: the mask shifts only the exact zeros (audit)",
+        radius(
+            SQUARED + "m = (squared == 0).to(squared.dtype)\n"
+            "return (torch.sqrt(squared + m) - m).mean()"
+        ),
+    ),
 )

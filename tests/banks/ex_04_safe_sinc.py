@@ -143,15 +143,6 @@ BANK = bank(
         "dtype",
     ),
     right(
-        "Taylor's -x/3 below 1e-4",
-        safe(
-            "small = x.abs() < 1e-4\n"
-            "safe = torch.where(small, torch.ones_like(x), x)\n"
-            "derivative = (safe * torch.cos(safe) - torch.sin(safe)) / safe**2\n"
-            "return grad_output * torch.where(small, -x / 3, derivative)"
-        ),
-    ),
-    right(
         "two Taylor terms below 0.01",
         safe(
             "small = x.abs() < 1e-2\n"
@@ -161,29 +152,22 @@ BANK = bank(
         ),
     ),
     right(
-        "zero below 1e-6",
+        "masked assignment of the formula into the Taylor expansion",
         safe(
-            "tiny = x.abs() < 1e-6\n"
-            "s = torch.where(tiny, torch.ones_like(x), x)\n"
-            "return grad_output * torch.where(tiny, 0.0, (s * torch.cos(s) - torch.sin(s)) / s**2)"
-        ),
-    ),
-    right(
-        "masked assignment on a new tensor",
-        safe(
-            "derivative = torch.zeros_like(x)\n"
-            "big = x.abs() >= 1e-5\n"
+            "derivative = -x / 3 + x**3 / 30\n"
+            "big = x.abs() >= 0.05\n"
             "xb = x[big]\n"
             "derivative[big] = (xb * torch.cos(xb) - torch.sin(xb)) / xb**2\n"
             "return grad_output * derivative"
         ),
     ),
     right(
-        "from sinc itself: (cos x - sinc x) / x",
+        "from sinc itself, (cos x - sinc x) / x, with two Taylor terms below 0.05",
         safe(
-            "small = x.abs() < 1e-4\n"
+            "small = x.abs() < 0.05\n"
             "s = torch.where(small, torch.ones_like(x), x)\n"
-            "return grad_output * torch.where(small, -x / 3, (torch.cos(s) - torch.sin(s) / s) / s)"
+            "return grad_output * torch.where(small, -x / 3 + x**3 / 30, "
+            "(torch.cos(s) - torch.sin(s) / s) / s)"
         ),
     ),
     # --- from the fresh-eyes audit: each passed before
@@ -259,5 +243,197 @@ BANK = bank(
         "state = {'seen': []}\n\n\n"
         + safe("state['seen'].append(x)\n" + GUARD_ZERO_ONLY.replace("x == 0", "x.abs() < 1e-4")),
         "`state['seen']`",
+    ),
+    # --- from the round-4 learner audit: the float32 cancellation and a check near 0 relative
+    # to the gradient's size (an absolute tolerance let 0 pass there)
+    wrong(
+        "right only at the example",
+        "Taylor's -x/3 below 1e-4 (the course's answer before: 223% off at 3e-4 in float32)",
+        safe(
+            "small = x.abs() < 1e-4\n"
+            "safe = torch.where(small, torch.ones_like(x), x)\n"
+            "derivative = (safe * torch.cos(safe) - torch.sin(safe)) / safe**2\n"
+            "return grad_output * torch.where(small, -x / 3, derivative)"
+        ),
+        "in float32, its gradient at x = -0.0003 is 0.0003234, where the derivative is 0.0001",
+    ),
+    wrong(
+        "right only at the example",
+        "(cos x - sinc x) / x with -x/3 below 1e-4: cancels in float32 too",
+        safe(
+            "small = x.abs() < 1e-4\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(small, -x / 3, (torch.cos(s) - torch.sin(s) / s) / s)"
+        ),
+        "is the difference of two nearly equal numbers and cancels",
+    ),
+    wrong(
+        "right only at the example",
+        "zero below 1e-6 (passed before: 0 is within an absolute tolerance of -x/3)",
+        safe(
+            "tiny = x.abs() < 1e-6\n"
+            "s = torch.where(tiny, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(tiny, 0.0, (s * torch.cos(s) - torch.sin(s)) / s**2)"
+        ),
+        "in float64, its gradient at x = 1e-08 is 0, where the derivative is -3.333e-09 (100% off",
+    ),
+    wrong(
+        "right only at the example",
+        "zeros, the formula assigned where |x| >= 1e-5",
+        safe(
+            "derivative = torch.zeros_like(x)\n"
+            "big = x.abs() >= 1e-5\n"
+            "xb = x[big]\n"
+            "derivative[big] = (xb * torch.cos(xb) - torch.sin(xb)) / xb**2\n"
+            "return grad_output * derivative"
+        ),
+        "compared with its own size",
+    ),
+    wrong(
+        "symptom fix",
+        "an epsilon in the denominator, no guard (audit: passed)",
+        safe("return grad_output * (x * torch.cos(x) - torch.sin(x)) / (x**2 + 1e-30)"),
+        "An epsilon in the denominator, or a guard at 0 or at `finfo.eps`, does not reach",
+    ),
+    wrong(
+        "symptom fix",
+        "the denominator clamped at finfo.tiny",
+        safe(
+            "return grad_output * (x * torch.cos(x) - torch.sin(x)) "
+            "/ (x**2).clamp(min=torch.finfo(x.dtype).tiny)"
+        ),
+        "where the derivative is -3.333e-09 (100% off",
+    ),
+    wrong(
+        "right only at the example",
+        "-x/3 below finfo(dtype).eps (audit: passed; the formula cancels above it)",
+        safe(
+            "small = x.abs() < torch.finfo(x.dtype).eps\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(small, -x / 3, (s * torch.cos(s) - torch.sin(s)) / s**2)"
+        ),
+        "in float64, its gradient at x = 1e-08 is 0",
+    ),
+    wrong(
+        "right only at the example",
+        "-x/3 below the square root of finfo.tiny",
+        safe(
+            "small = x.abs() < torch.finfo(x.dtype).tiny ** 0.5\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(small, -x / 3, (s * torch.cos(s) - torch.sin(s)) / s**2)"
+        ),
+        "100% off",
+    ),
+    wrong(
+        "right only at the example",
+        "-x/3 for |x| <= 1e-3 (audit: passed; 4% off at 2e-3 in float32)",
+        safe(
+            "small = x.abs() <= 1e-3\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(small, -x / 3, (s * torch.cos(s) - torch.sin(s)) / s**2)"
+        ),
+        "in float32, its gradient at x = -0.002 is 0.0006403, where the derivative is 0.0006667",
+    ),
+    wrong(
+        "right only at the example",
+        "two Taylor terms, but only below 1e-3",
+        safe(
+            "small = x.abs() < 1e-3\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(small, -x / 3 + x**3 / 30, "
+            "(s * torch.cos(s) - torch.sin(s)) / s**2)"
+        ),
+        "in float32, its gradient at x = 0.001 is -0.0003492",
+    ),
+    wrong(
+        "wrong formula",
+        "-x/3 alone below 0.05: one Taylor term, off by x²/10",
+        safe(
+            "small = x.abs() < 0.05\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(small, -x / 3, (s * torch.cos(s) - torch.sin(s)) / s**2)"
+        ),
+        "the Taylor expansion's first term alone",
+    ),
+    wrong(
+        "wrong formula",
+        "-x/3 alone below 0.01",
+        safe(
+            "small = x.abs() < 0.01\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(small, -x / 3, torch.cos(s) / s - torch.sin(s) / s**2)"
+        ),
+        "Add the next term",
+    ),
+    wrong(
+        "right only at the example",
+        "torch.isclose to 0 with atol=1e-4 (audit: was blamed as a NaN test)",
+        safe(
+            "small = torch.isclose(x, torch.zeros_like(x), atol=1e-4, rtol=0)\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(small, -x / 3, (s*torch.cos(s) - torch.sin(s)) / s**2)"
+        ),
+        "223% off",
+    ),
+    right(
+        "torch.isclose to 0 with atol=0.05 (not a NaN test), two Taylor terms",
+        safe(
+            "small = torch.isclose(x, torch.zeros_like(x), atol=0.05, rtol=0)\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(small, -x / 3 + x**3 / 30, "
+            "(s * torch.cos(s) - torch.sin(s)) / s**2)"
+        ),
+    ),
+    right(
+        "Tensor.isclose with the default rtol and a single where (fine in a backward)",
+        safe(
+            "small = x.isclose(torch.zeros_like(x), atol=0.05)\n"
+            "return grad_output * torch.where(small, -x / 3 + x**3 / 30, "
+            "(x * torch.cos(x) - torch.sin(x)) / x**2)"
+        ),
+    ),
+    right(
+        "-x/3 below cbrt(finfo(dtype).eps): a threshold for each dtype",
+        safe(
+            "small = x.abs() < torch.finfo(x.dtype).eps ** (1 / 3)\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "return grad_output * torch.where(small, -x / 3, (s * torch.cos(s) - torch.sin(s)) / s**2)"
+        ),
+    ),
+    right(
+        "computed in float64 inside, -x/3 below 1e-4, cast back",
+        safe(
+            "xd = x.double()\n"
+            "small = xd.abs() < 1e-4\n"
+            "s = torch.where(small, 1.0, xd)\n"
+            "d = torch.where(small, -xd / 3, (s * torch.cos(s) - torch.sin(s)) / s**2)\n"
+            "return grad_output * d.to(x.dtype)"
+        ),
+    ),
+    right(
+        "the series to x^5 below 0.1",
+        safe(
+            "small = x.abs() < 0.1\n"
+            "s = torch.where(small, torch.ones_like(x), x)\n"
+            "x2 = x * x\n"
+            "series = -x / 3 + x * x2 / 30 - x * x2 * x2 / 840\n"
+            "return grad_output * torch.where(small, series, (s * torch.cos(s) - torch.sin(s)) / s**2)"
+        ),
+    ),
+    right(
+        "the parent's backward, replaced near 0 by a threshold (not a NaN test)",
+        safe(
+            "g = Sinc.backward(ctx, grad_output)\n"
+            "return torch.where(x.abs() < 0.05, grad_output * (-x / 3 + x**3 / 30), g)"
+        ),
+    ),
+    wrong(
+        "right only at the example",
+        "the parent's backward, replaced by -x/3 below 1e-4 (audit)",
+        safe(
+            "g = Sinc.backward(ctx, grad_output)\n"
+            "return torch.where(x.abs() < 1e-4, -grad_output * x / 3, g)"
+        ),
+        "in float32, its gradient at x = -0.0003",
     ),
 )

@@ -339,6 +339,46 @@ BANK = bank(
     ),
     wrong(
         "side effect",
+        "a callable object counting its calls (audit: passed; a function attribute did not)",
+        "class Step:\n"
+        "    def __init__(self):\n"
+        "        self.calls = 0\n\n"
+        "    def __call__(self, w, x, target):\n"
+        "        self.calls += 1\n"
+        + "".join(
+            f"        {line}\n" for line in (FORWARD + "loss.backward()\n" + UPDATE).splitlines()
+        )
+        + "        return loss\n\n\nfixed_train_step = Step()\n",
+        "set the attribute `self.calls`",
+    ),
+    wrong(
+        "side effect",
+        "a callable object keeping the last loss",
+        "class Step:\n"
+        "    last = None\n\n"
+        "    def __call__(self, w, x, target):\n"
+        + "".join(
+            f"        {line}\n" for line in (FORWARD + "loss.backward()\n" + UPDATE).splitlines()
+        )
+        + "        self.last = loss.item()\n"
+        "        return loss\n\n\nfixed_train_step = Step()\n",
+        "`self.last`",
+    ),
+    right(
+        "a callable object that keeps its settings and changes none of them",
+        "class Step:\n"
+        "    def __init__(self, lr):\n"
+        "        self.lr = lr\n\n"
+        "    def __call__(self, w, x, target):\n"
+        + "".join(f"        {line}\n" for line in FORWARD.splitlines())
+        + "        loss.backward()\n"
+        "        with torch.no_grad():\n"
+        "            w -= self.lr * w.grad\n"
+        "        w.grad = None\n"
+        "        return loss\n\n\nfixed_train_step = Step(0.1)\n",
+    ),
+    wrong(
+        "side effect",
         "a dropout with p=1e-9 (draws random numbers)",
         usual(
             "hidden = torch.tanh(torch.nn.functional.dropout(x, p=1e-9) @ w) + 0.5\n"
@@ -448,5 +488,53 @@ BANK = bank(
     right(
         "a clip so loose it never binds",
         usual(update="torch.nn.utils.clip_grad_norm_([w], max_norm=1e6)\n" + UPDATE),
+    ),
+    # --- from the round-4 learner audit: each was blamed on the learning rate before
+    wrong(
+        "bypassed mechanism",
+        "SGD with Nesterov momentum (its first step is 1.9 times the gradient step)",
+        step(
+            "optimizer = torch.optim.SGD([w], lr=0.1, momentum=0.9, nesterov=True)\n"
+            + FORWARD
+            + "loss.backward()\noptimizer.step()\noptimizer.zero_grad()\nreturn loss"
+        ),
+        "`torch.optim.SGD` with momentum=0.9 and nesterov=True, whose first step is already 1.9",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "SGD with Nesterov momentum 0.5, the optimizer imported under another name",
+        step(
+            "opt = Sgd([w], lr=0.1, momentum=0.5, nesterov=True)\n"
+            + FORWARD
+            + "loss.backward()\nopt.step()\nw.grad = None\nreturn loss",
+            before="from torch.optim import SGD as Sgd",
+        ),
+        "nesterov=True",
+    ),
+    wrong(
+        "wrong formula",
+        "the gradient divided by its norm (audit: 'check the learning rate')",
+        usual(
+            update="with torch.no_grad():\n    w -= 0.1 * w.grad / w.grad.norm()\nw.grad = None\n"
+        ),
+        "your step has norm 0.1, the learning rate, whatever the gradient",
+    ),
+    wrong(
+        "wrong formula",
+        "the gradient normalised with F.normalize",
+        usual(
+            update="with torch.no_grad():\n"
+            "    unit = torch.nn.functional.normalize(w.grad.flatten(), dim=0).view_as(w)\n"
+            "    w -= 0.1 * unit\nw.grad = None\n"
+        ),
+        "did you divide by the gradient's norm?",
+    ),
+    right(
+        "SGD with momentum and dampening made afresh at each step (first step plain SGD)",
+        step(
+            "optimizer = torch.optim.SGD([w], lr=0.1, momentum=0.5, dampening=0.5)\n"
+            + FORWARD
+            + "loss.backward()\noptimizer.step()\noptimizer.zero_grad()\nreturn loss"
+        ),
     ),
 )

@@ -641,4 +641,99 @@ return result
         ),
         "it zeroed the `.grad` of",
     ),
+    # --- from the round-4 learner audit: each told the wrong cause, or passed, before --------
+    wrong(
+        "side effect",
+        "model.double() for precision, then a right loop (audit: blamed on train mode)",
+        evaluate(
+            """
+model.double()
+was = model.training
+model.eval()
+try:
+    with torch.no_grad():
+        losses = [float(F.mse_loss(model(i.double()), t.double())) for i, t in loader]
+finally:
+    model.train(was)
+return sum(losses) / len(losses)
+"""
+        ),
+        "it changed the dtype of the model's parameters and buffers",
+    ),
+    wrong(
+        "side effect",
+        "model.to(torch.float32) and float32 batches (the float64 case converted)",
+        evaluate(
+            """
+model.to(torch.float32)
+was = model.training
+model.eval()
+try:
+    with torch.no_grad():
+        losses = [float(F.mse_loss(model(i.float()), t.float())) for i, t in loader]
+finally:
+    model.train(was)
+return sum(losses) / len(losses)
+"""
+        ),
+        "`model.double()` and `model.float()` convert the model itself",
+    ),
+    wrong(
+        "side effect",
+        "clips the gradients out of habit (audit: blamed on a backward pass)",
+        evaluate(
+            "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            + RESTORED.format(result=MEAN)
+        ),
+        "as `clip_grad_norm_` does",
+    ),
+    wrong(
+        "side effect",
+        "clips the gradients' values",
+        evaluate(
+            "torch.nn.utils.clip_grad_value_(model.parameters(), 0.5)\n"
+            + RESTORED.format(result=MEAN)
+        ),
+        "it capped each entry at ±0.5, as `clip_grad_value_` does",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "inference_mode(False): the flag switches it off",
+        evaluate(
+            RESTORED.format(result=MEAN).replace(
+                "torch.inference_mode()", "torch.inference_mode(False)"
+            )
+        ),
+        "`torch.inference_mode(False)` and `torch.enable_grad()` switch it back on",
+    ),
+    wrong(
+        "right only at the example",
+        "a sum reduction divided by the rows (audit: passed; equal only for one output)",
+        evaluate(
+            RESTORED.format(result=MEAN).replace(
+                "float(F.mse_loss(model(x), y))",
+                "float(F.mse_loss(model(x), y, reduction='sum')) / len(x)",
+            )
+        ),
+        "that is each row's squared error summed over the model's outputs",
+    ),
+    wrong(
+        "right only at the example",
+        "the squared error summed over dim 1, then the mean over rows",
+        evaluate(
+            RESTORED.format(result=MEAN).replace(
+                "float(F.mse_loss(model(x), y))",
+                "float(((model(x) - y) ** 2).sum(dim=1).mean())",
+            )
+        ),
+        "on a model with instance norm (running statistics), RReLU and two outputs",
+    ),
+    right(
+        "the mean of the squared errors over every element, by hand",
+        evaluate(
+            RESTORED.format(result=MEAN).replace(
+                "float(F.mse_loss(model(x), y))", "float(((model(x) - y) ** 2).mean())"
+            )
+        ),
+    ),
 )

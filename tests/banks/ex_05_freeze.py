@@ -385,4 +385,84 @@ for parameter in model[:-1].parameters():
         ),
         "Note: it also cleared the `.grad` of the frozen 0.weight, 0.bias, 1.weight, 1.bias",
     ),
+    # --- from the round-4 learner audit: each passed, or was told the wrong cause, before ---
+    wrong(
+        "side effect",
+        "freezes and leaves a no-op forward hook on the last layer",
+        freeze(
+            "model[:-1].requires_grad_(False)\nmodel[-1].register_forward_hook(lambda m, i, o: None)"
+        ),
+        "it left hooks on 4: they would run on every later forward or backward pass",
+    ),
+    wrong(
+        "side effect",
+        "freezes and leaves a backward pre-hook on the last layer",
+        freeze(
+            "model[:-1].requires_grad_(False)\n"
+            "model[-1].register_full_backward_pre_hook(lambda m, g: None)"
+        ),
+        "it left hooks on 4:",
+    ),
+    wrong(
+        "side effect",
+        "freezes and leaves a tensor hook on the last weight",
+        freeze("model[:-1].requires_grad_(False)\nmodel[-1].weight.register_hook(lambda g: g)"),
+        "it left hooks on 4.weight",
+    ),
+    wrong(
+        "side effect",
+        "a backward pre-hook on the last layer that stops nothing, frozen with a hook first",
+        freeze(
+            "model[-1].register_full_backward_pre_hook(lambda m, g: None)\n"
+            "model[:-1].requires_grad_(False)"
+        ),
+        "Remove a hook you add",
+    ),
+    wrong(
+        "side effect",
+        "freezes and converts the model to float64 (audit: told 'changed the values')",
+        freeze("model.double()\nmodel[:-1].requires_grad_(False)"),
+        "it changed the dtype of the model's parameters and buffers",
+    ),
+    wrong(
+        "side effect",
+        "freezes and converts the model to bfloat16",
+        freeze("model[:-1].requires_grad_(False)\nmodel.to(torch.bfloat16)"),
+        "now bfloat16",
+    ),
+    wrong(
+        "right only at the example",
+        "freezes the first entries of named_children sorted by name (audit: passed)",
+        freeze(
+            """
+kids = sorted(model.named_children())
+for _, m in kids[:-1]:
+    m.requires_grad_(False)
+"""
+        ),
+        "not for an eleven-module network",
+    ),
+    wrong(
+        "right only at the example",
+        "the module with the largest name kept learning",
+        freeze(
+            """
+last = max(name for name, _ in model.named_children())
+for name, m in model.named_children():
+    if name != last:
+        m.requires_grad_(False)
+"""
+        ),
+        "find the layers from the model itself",
+    ),
+    right(
+        "the last child by position, from named_children",
+        freeze(
+            """
+*earlier, _ = model.named_children()
+for _, m in earlier:
+    m.requires_grad_(False)
+"""
+        ),
+    ),
 )

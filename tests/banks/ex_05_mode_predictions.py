@@ -149,4 +149,17 @@ BANK = bank(
         "predicted = [True, True, True, False, False]\nquestions = questions[:2]",
         "the check asks the exercise's own questions",
     ),
+    # --- from the round-4 learner audit
+    wrong(
+        "wrong type or shape",
+        "each answer in a list of its own (audit: told 'you said [True]; it is True')",
+        predicted("[[True], [True], [True], [False], [False]]"),
+        "Each answer is one value (True or False, or a number), not a list",
+    ),
+    wrong(
+        "wrong type or shape",
+        "answers as (question, answer) pairs",
+        predicted("[('a', True), ('b', True), ('c', True), ('d', False), ('e', False)]"),
+        "a flat list with one value per question",
+    ),
 )
