@@ -264,13 +264,27 @@ def deterministic_verdict(trial: Trial, plain_call: Callable[..., Any]) -> Check
         for a, b in zip(outputs, trial.outputs, strict=True)
     ):
         return None
+    if trial.options.grad_reference is not None and trial.options.reference is None:
+        trial.notes.append(_RANDOM_NOTE)  # no finite differences, no output compared
+        return None
+    compared = (
+        "The check compares its output with the reference's, one output for one input"
+        if trial.options.grad_reference is not None
+        else "The check compares with finite differences, which need the same output "
+        "for the same input"
+    )
     return trial.fail(
         "forward gives different outputs for the same input.",
         "It draws random numbers (dropout, noise) or depends on state that changes between "
-        "calls. The check compares with finite differences, which need the same output "
-        "for the same input: check a random Function with its randomness fixed (a "
+        f"calls. {compared}: check a random Function with its randomness fixed (a "
         "`torch.Generator` with a fixed seed inside forward, or p = 0).",
     )
+
+
+_RANDOM_NOTE = (
+    "Note: forward gives different outputs for the same input (it draws random numbers): "
+    "its output was not checked, only its gradient against `grad_reference`."
+)
 
 
 def _has_grad(t: Tensor) -> bool:
