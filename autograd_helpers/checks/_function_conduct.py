@@ -29,7 +29,7 @@ import random
 import sys
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
 
@@ -92,6 +92,8 @@ _GENERATORS = {
         "(`rng = random.Random(0)`, then `rng.random()`)",
     ),
 }
+# torch.func's transforms that differentiate (reverse mode, and forward mode: jvp, linearize)
+_FUNC = ("grad", "grad_and_value", "vjp", "jacrev", "hessian", "jvp", "linearize", "jacfwd")
 _NAN_TO_NUM = frozenset({"nan_to_num", "nan_to_num_"})
 _MASKING = frozenset({"where", "masked_fill", "masked_fill_"})  # with isnan: a NaN patched
 
@@ -111,7 +113,8 @@ class Conduct:
     nan_to_num: bool = False
     isnan: bool = False  # torch.isnan / Tensor.isnan
     masked: bool = False  # torch.where / masked_fill: with isnan, a NaN patched by hand
-    passes: int = 0  # torch.autograd.grad / backward calls by learner code
+    passes: int = 0  # torch.autograd.grad / backward / torch.func calls by learner code
+    engines: list[str] = field(default_factory=list)  # those calls, as the learner wrote them
     marked_dirty: bool = False
 
 
@@ -128,7 +131,11 @@ def conduct() -> Iterator[Conduct]:
         True
     """
     seen = Conduct()
-    grad, backward = _code_of(torch.autograd.grad), _code_of(torch.autograd.backward)
+    engines = {
+        _code_of(torch.autograd.grad): "`torch.autograd.grad`",
+        _code_of(torch.autograd.backward): "`.backward()`",
+        **{_code_of(getattr(torch.func, n)): f"`torch.func.{n}`" for n in _FUNC},
+    }
     dirty = _code_of(FunctionCtx.mark_dirty)
     forked = _code_of(torch.random.fork_rng)  # sets the state back: no reseed
     restore = _code_of(GlobalState.restore)
@@ -175,8 +182,10 @@ def conduct() -> Iterator[Conduct]:
                 seen.masked = seen.masked or by_learner(frame, forked)
         elif event == "call":
             code = frame.f_code
-            if code is grad or code is backward:
-                seen.passes += by_learner(frame.f_back, forked)
+            engine = engines.get(code)
+            if engine is not None and by_learner(frame.f_back, forked):
+                seen.passes += 1
+                seen.engines.append(engine)
             elif code is dirty:
                 seen.marked_dirty = True
             elif code is forked and frame not in torch_seeding.entered:
@@ -329,8 +338,10 @@ def conduct_notes(trial: Trial, forward: Conduct, backward: Conduct) -> list[str
             "input (`torch.where(x == 0, ...)`), not by `isnan` of the result."
         )
     if backward.passes:
+        transforms = sorted({e for e in backward.engines if e.startswith("`torch.func.")})
+        names = ", ".join(transforms) or "`torch.autograd.grad` or `.backward()`"
         notes.append(
-            "Note: backward runs autograd itself (`torch.autograd.grad` or `.backward()`), "
+            f"Note: backward runs autograd itself ({names}), "
             "so autograd, not your formula, computes the gradient. The numbers are right, "
             "but the exercise is to write the derivative: return `grad_output` times it."
         )

@@ -461,4 +461,14 @@ BANK = bank(
         ),
         "with h = 0.001",
     ),
+    right(
+        "torch.func.jvp: forward mode, noted (issue 25 audit, lesser)",
+        answer("return torch.func.jvp(lambda t: t**3, (x,), (grad_output,))[1]"),
+        "runs autograd itself (`torch.func.jvp`)",
+    ),
+    right(
+        "torch.func.linearize: forward mode, noted",
+        answer("_, jvp_fn = torch.func.linearize(lambda t: t**3, x)\nreturn jvp_fn(grad_output)"),
+        "runs autograd itself (`torch.func.linearize`)",
+    ),
 )

@@ -321,4 +321,13 @@ BANK = bank(
         ),
         "a graph of its own that its first pass freed",
     ),
+    right(
+        "torch.func.vjp in backward, noted by its name (issue 25 audit, lesser)",
+        tanh(
+            SAVE_X,
+            "(x,) = ctx.saved_tensors\n_, pull = torch.func.vjp(torch.tanh, x)\n"
+            "return pull(grad_output)[0]",
+        ),
+        "runs autograd itself (`torch.func.vjp`)",
+    ),
 )
