@@ -14,8 +14,6 @@ Part of ``check_function`` (:mod:`._steps`). Right numbers can come from code th
   inside ``backward`` where the exercise is to write the derivative: numbers right, a note
   (not a failure);
 - marks its input dirty (``ctx.mark_dirty``): right for an in-place Function, a note;
-- gives another output for the same input (random numbers, state): finite differences
-  cannot judge it.
 
 :func:`conduct` watches a stage for the calls (a profile function, chained to any Python
 profiler already on, as :func:`~._watch.watching` sets one).
@@ -28,7 +26,7 @@ import inspect
 import random
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
@@ -38,8 +36,6 @@ from torch import Tensor
 from torch.autograd.function import FunctionCtx
 
 from autograd_helpers._common.globals import GlobalState
-from autograd_helpers._common.leaves import working_copies
-from autograd_helpers._common.runner import run_learner_code
 from autograd_helpers.checks._contain import Contained, Words
 from autograd_helpers.checks._feedback import CheckResult
 from autograd_helpers.checks._function_seeding import (
@@ -48,7 +44,6 @@ from autograd_helpers.checks._function_seeding import (
     by_learner,
     numpy_reseeded,
 )
-from autograd_helpers.checks._numeric import same_values
 from autograd_helpers.checks._trial import Trial
 
 __all__ = [
@@ -56,7 +51,6 @@ __all__ = [
     "Conduct",
     "conduct",
     "conduct_notes",
-    "deterministic_verdict",
     "grad_set_verdict",
     "stage_verdict",
     "tensors_on_ctx",
@@ -254,46 +248,6 @@ def stage_verdict(
         "forward overwrites what an earlier backward still needs. Keep what backward needs "
         "on `ctx` (`ctx.save_for_backward(...)` for tensors). The checker has put it back.",
     )
-
-
-def deterministic_verdict(trial: Trial, plain_call: Callable[..., Any]) -> CheckResult | None:
-    """The same inputs give the same outputs: finite differences rely on it."""
-
-    def with_other_random_numbers(*args: Any) -> Any:
-        torch.rand(1)  # the runner put the random state back: move it on
-        return plain_call(*args)
-
-    with torch.no_grad():
-        again = run_learner_code(with_other_random_numbers, *working_copies(trial.leaves))
-    if again.error is not None or again.side_effects:
-        return None  # judged when finite differences call forward again
-    outputs = again.value if isinstance(again.value, tuple) else (again.value,)
-    if len(outputs) == len(trial.outputs) and all(
-        isinstance(a, Tensor) and same_values(a, b)
-        for a, b in zip(outputs, trial.outputs, strict=True)
-    ):
-        return None
-    if trial.options.grad_reference is not None and trial.options.reference is None:
-        trial.notes.append(_RANDOM_NOTE)  # no finite differences, no output compared
-        return None
-    compared = (
-        "The check compares its output with the reference's, one output for one input"
-        if trial.options.grad_reference is not None
-        else "The check compares with finite differences, which need the same output "
-        "for the same input"
-    )
-    return trial.fail(
-        "forward gives different outputs for the same input.",
-        "It draws random numbers (dropout, noise) or depends on state that changes between "
-        f"calls. {compared}: check a random Function with its randomness fixed (a "
-        "`torch.Generator` with a fixed seed inside forward, or p = 0).",
-    )
-
-
-_RANDOM_NOTE = (
-    "Note: forward gives different outputs for the same input (it draws random numbers): "
-    "its output was not checked, only its gradient against `grad_reference`."
-)
 
 
 def _has_grad(t: Tensor) -> bool:

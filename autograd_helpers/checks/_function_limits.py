@@ -5,6 +5,9 @@ Part of ``check_function`` (:mod:`._steps`):
 - a Function that refuses float64 on purpose (pytorch3d's ``_PackedToPadded`` raises unless
   its input is float32): the checks run in float64, a limit of the check, said as such
   (:func:`float64_refused`);
+- a forward that gives another output for the same input (random numbers, state): finite
+  differences cannot judge it; with only a ``grad_reference`` its gradient still can
+  (:func:`deterministic_verdict`);
 - an empty output, as the reference's (detectron2's ``_NewEmptyTensorOp``): nothing to
   compare but the gradient, which must be exactly zero (:func:`empty_verdict`).
 """
@@ -19,11 +22,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from autograd_helpers._common.leaves import working_copies
 from autograd_helpers._common.runner import LearnerError, run_learner_code
 from autograd_helpers.checks._feedback import CheckResult
+from autograd_helpers.checks._numeric import same_values
 from autograd_helpers.checks._trial import Trial
 
-__all__ = ["empty_verdict", "float64_refused"]
+__all__ = ["deterministic_verdict", "empty_verdict", "float64_refused"]
 
 _TORCH = os.sep + "torch" + os.sep
 
@@ -78,3 +83,43 @@ def empty_verdict(trial: Trial) -> CheckResult | None:
                 "`new_empty` and `empty_like` do not clear it; use `torch.zeros_like(x)`.",
             )
     return None
+
+
+def deterministic_verdict(trial: Trial, plain_call: Callable[..., Any]) -> CheckResult | None:
+    """The same inputs give the same outputs: finite differences rely on it."""
+
+    def with_other_random_numbers(*args: Any) -> Any:
+        torch.rand(1)  # the runner put the random state back: move it on
+        return plain_call(*args)
+
+    with torch.no_grad():
+        again = run_learner_code(with_other_random_numbers, *working_copies(trial.leaves))
+    if again.error is not None or again.side_effects:
+        return None  # judged when finite differences call forward again
+    outputs = again.value if isinstance(again.value, tuple) else (again.value,)
+    if len(outputs) == len(trial.outputs) and all(
+        isinstance(a, Tensor) and same_values(a, b)
+        for a, b in zip(outputs, trial.outputs, strict=True)
+    ):
+        return None
+    if trial.options.grad_reference is not None and trial.options.reference is None:
+        trial.notes.append(_RANDOM_NOTE)  # no finite differences, no output compared
+        return None
+    compared = (
+        "The check compares its output with the reference's, one output for one input"
+        if trial.options.grad_reference is not None
+        else "The check compares with finite differences, which need the same output "
+        "for the same input"
+    )
+    return trial.fail(
+        "forward gives different outputs for the same input.",
+        "It draws random numbers (dropout, noise) or depends on state that changes between "
+        f"calls. {compared}: check a random Function with its randomness fixed (a "
+        "`torch.Generator` with a fixed seed inside forward, or p = 0).",
+    )
+
+
+_RANDOM_NOTE = (
+    "Note: forward gives different outputs for the same input (it draws random numbers): "
+    "its output was not checked, only its gradient against `grad_reference`."
+)

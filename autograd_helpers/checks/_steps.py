@@ -34,7 +34,6 @@ from autograd_helpers.checks._function_conduct import (
     WORDS,
     conduct,
     conduct_notes,
-    deterministic_verdict,
     grad_set_verdict,
     stage_verdict,
     tensors_on_ctx,
@@ -42,7 +41,11 @@ from autograd_helpers.checks._function_conduct import (
 from autograd_helpers.checks._function_grad_read import grad_read_verdict
 from autograd_helpers.checks._function_grads import GradsKept, grad_written_verdict
 from autograd_helpers.checks._function_inputs import written_inputs_notes
-from autograd_helpers.checks._function_limits import empty_verdict, float64_refused
+from autograd_helpers.checks._function_limits import (
+    deterministic_verdict,
+    empty_verdict,
+    float64_refused,
+)
 from autograd_helpers.checks._function_precision import output_precision_note
 from autograd_helpers.checks._function_replays import alone_verdict, linear_verdict
 from autograd_helpers.checks._function_values import gradient_values
