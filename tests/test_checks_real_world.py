@@ -716,3 +716,196 @@ def test_a_function_that_frees_its_inputs_memory_gets_a_verdict_not_a_crash():
     )
     assert "changed the notebook's tensor `w`" in by_name
     assert values == "True"  # the notebook's tensor has its memory and values back
+
+
+# --- issue 25: sources of truth where they have no say ----------------------------------------
+
+
+def test_a_gradient_equal_to_the_references_passes_where_finite_differences_truncate():
+    # pytorch3d's _sqrt_positive_part: sqrt(clamp(x, 0)), checked against itself at the edges.
+    # At x = 1e-5 the central difference's step (1e-6) is 10% of x: finite differences are
+    # 0.2 off 1 / (2 sqrt x), where the answer is the reference's exactly.
+    def sqrt_positive(t):
+        return torch.sqrt(torch.clamp(t, min=0))
+
+    result = check_function(
+        sqrt_positive,
+        torch.rand(6, generator=torch.Generator().manual_seed(0)) + 0.1,
+        reference=sqrt_positive,
+        allow_callable=True,
+        probes="edges",
+    )
+    assert result.passed, result.message
+    assert "float32" not in result.message.replace("in float64 and float32", "")
+
+
+def test_an_example_outside_the_references_domain_is_the_notebooks_mistake():
+    # torch.log at -2 (pyro's _SafeLog checked at a negative example): no gradient is right.
+    with pytest.raises(ValueError, match=r"outside the function's domain") as raised:
+        check_function(
+            lambda t: torch.log(t),
+            torch.tensor([-2.0, 0.5, 1.5]),
+            reference=torch.log,
+            allow_callable=True,
+        )
+    assert "`t` = -2" in str(raised.value)
+
+
+class _SafeLog(Function):
+    """pyro's pyro/ops/special.py: forward log, backward divides by x clamped to eps."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.log()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / x.clamp(min=torch.finfo(x.dtype).eps)
+
+
+def test_probes_outside_the_domain_are_not_judged_and_the_real_difference_is():
+    # log is NaN at the negative probes, as the reference's: the gradient there means
+    # nothing. The clamp's real difference is at the tiny positive values.
+    result = check_function(_SafeLog, torch.rand(6) + 0.1, reference=torch.log, probes="edges")
+    assert not result.passed
+    assert "off compared with the reference's gradient" in result.message
+    assert "There `x` = 1e-30" in result.message
+    assert "float32" not in result.title
+
+
+def test_the_float32_sentence_is_not_said_for_code_that_never_left_float64():
+    # the checker's own float32 work (copying a float32 example to float64, the runner's
+    # probe of the process's denormal setting) is not the learner's
+    from autograd_helpers.checks._function_precision import precision_note
+    from autograd_helpers.checks._trial import Options, Trial
+
+    trial = Trial.start((torch.rand(3) + 0.5,), Options(label="log", wrt=(0,)), ["x"], False)
+    trial.differentiable = (0,)
+    trial.grad_outputs = [torch.ones(3, dtype=DOUBLE)]
+    expected = [1 / trial.leaves[0].detach()]
+    assert precision_note(trial, torch.log, expected) is None
+    assert precision_note(trial, lambda t: torch.log(t.float()).double(), expected) is not None
+
+
+def _new_empty_op(fill):
+    """detectron2's _NewEmptyTensorOp (layers/wrappers.py), its gradient's memory ``fill``ed:
+    ``new_empty`` gives whatever the memory held, set here so that the test is repeatable."""
+
+    class NewEmpty(Function):
+        @staticmethod
+        def forward(ctx, x, new_shape):
+            ctx.shape = x.shape
+            return x.new_empty(new_shape)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad.new_empty(ctx.shape).fill_(fill), None
+
+    return NewEmpty
+
+
+@pytest.mark.parametrize("fill", [0.0, 6.9e-310, 3.5])
+def test_an_empty_output_like_the_references_is_checked_and_its_gradient_must_be_zero(fill):
+    result = check_function(
+        _new_empty_op(fill),
+        _randn(3, 4),
+        (0, 4),
+        reference=lambda x, s: x.new_zeros(s) + 0 * x.sum(),
+    )
+    assert result.passed == (fill == 0.0), result.message
+    if fill:
+        assert "the output is empty, yet backward's gradient for `x` is not zero" in result.title
+
+
+class _StochasticBinarize(Function):
+    """BinaryNet's Binarize, quant_mode='stoch': a random forward, straight-through backward."""
+
+    @staticmethod
+    def forward(ctx, x, quant_mode="stoch"):
+        noise = torch.rand(x.shape, dtype=x.dtype) - 0.5
+        return ((x + 1) / 2 + noise).clamp(0, 1).round() * 2 - 1
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output, None
+
+
+def test_a_random_forward_with_only_a_grad_reference_is_judged_by_its_gradient():
+    # no finite differences and no output compared: the reason "finite differences need
+    # the same output" would be false; the straight-through gradient is deterministic
+    before = torch.get_rng_state()
+    result = check_function(
+        _StochasticBinarize, _randn(3, 4), "stoch", grad_reference=lambda x, m: x
+    )
+    assert result.passed, result.message
+    assert (
+        "its output was not checked, only its gradient against `grad_reference`" in result.message
+    )
+    assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_a_random_forward_with_a_reference_names_the_output_comparison():
+    result = check_function(
+        _StochasticBinarize,
+        _randn(3, 4),
+        "stoch",
+        reference=lambda x, m: torch.sign(x),
+        grad_reference=lambda x, m: x,
+    )
+    assert not result.passed
+    assert "finite differences" not in result.message
+
+
+def test_a_callable_writing_into_its_out_argument_is_noted_and_the_callers_tensor_kept():
+    # torch_scatter's scatter_sum(..., out=out), with a trivial index
+    def scatter_into(src, out):
+        return out.add_(src)
+
+    src, out = _randn(3), _randn(3, seed=1)
+    kept = out.clone()
+    result = check_function(
+        scatter_into, src, out, reference=lambda s, o: s + o, allow_callable=True
+    )
+    assert result.passed, result.message
+    assert "writes the result into its input `out` in place" in result.message
+    assert torch.equal(out, kept)
+
+
+class _Float32Only(Function):
+    """pytorch3d's _PackedToPadded guard: anything but float32 is refused."""
+
+    @staticmethod
+    def forward(ctx, x):
+        if x.dtype != torch.float32:
+            raise ValueError("input has to be of type torch.float32.")
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * 2
+
+
+def test_a_function_that_refuses_float64_is_a_limit_of_the_check_said_as_such():
+    result = check_function(_Float32Only, torch.randn(4), reference=lambda x: 2 * x)
+    assert not result.passed
+    assert "this Function refuses float64" in result.message
+    assert "a limit of the check" in result.message
+
+
+def test_torchs_own_dtype_error_in_forward_is_not_called_a_limit_of_the_check():
+    class FixedWeight(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x @ torch.ones(4, 2)  # float32 weight: float64 inputs fail, float32 run
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output @ torch.ones(2, 4, dtype=grad_output.dtype)
+
+    result = check_function(
+        FixedWeight, torch.randn(3, 4), reference=lambda x: x @ torch.ones(4, 2, dtype=x.dtype)
+    )
+    assert not result.passed
+    assert "a limit of the check" not in result.message

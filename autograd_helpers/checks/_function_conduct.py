@@ -14,8 +14,6 @@ Part of ``check_function`` (:mod:`._steps`). Right numbers can come from code th
   inside ``backward`` where the exercise is to write the derivative: numbers right, a note
   (not a failure);
 - marks its input dirty (``ctx.mark_dirty``): right for an in-place Function, a note;
-- gives another output for the same input (random numbers, state): finite differences
-  cannot judge it.
 
 :func:`conduct` watches a stage for the calls (a profile function, chained to any Python
 profiler already on, as :func:`~._watch.watching` sets one).
@@ -28,8 +26,8 @@ import inspect
 import random
 import sys
 import warnings
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
 
@@ -38,8 +36,6 @@ from torch import Tensor
 from torch.autograd.function import FunctionCtx
 
 from autograd_helpers._common.globals import GlobalState
-from autograd_helpers._common.leaves import working_copies
-from autograd_helpers._common.runner import run_learner_code
 from autograd_helpers.checks._contain import Contained, Words
 from autograd_helpers.checks._feedback import CheckResult
 from autograd_helpers.checks._function_seeding import (
@@ -48,7 +44,6 @@ from autograd_helpers.checks._function_seeding import (
     by_learner,
     numpy_reseeded,
 )
-from autograd_helpers.checks._numeric import same_values
 from autograd_helpers.checks._trial import Trial
 
 __all__ = [
@@ -56,7 +51,6 @@ __all__ = [
     "Conduct",
     "conduct",
     "conduct_notes",
-    "deterministic_verdict",
     "grad_set_verdict",
     "stage_verdict",
     "tensors_on_ctx",
@@ -92,6 +86,8 @@ _GENERATORS = {
         "(`rng = random.Random(0)`, then `rng.random()`)",
     ),
 }
+# torch.func's transforms that differentiate (reverse mode, and forward mode: jvp, linearize)
+_FUNC = ("grad", "grad_and_value", "vjp", "jacrev", "hessian", "jvp", "linearize", "jacfwd")
 _NAN_TO_NUM = frozenset({"nan_to_num", "nan_to_num_"})
 _MASKING = frozenset({"where", "masked_fill", "masked_fill_"})  # with isnan: a NaN patched
 
@@ -111,7 +107,8 @@ class Conduct:
     nan_to_num: bool = False
     isnan: bool = False  # torch.isnan / Tensor.isnan
     masked: bool = False  # torch.where / masked_fill: with isnan, a NaN patched by hand
-    passes: int = 0  # torch.autograd.grad / backward calls by learner code
+    passes: int = 0  # torch.autograd.grad / backward / torch.func calls by learner code
+    engines: list[str] = field(default_factory=list)  # those calls, as the learner wrote them
     marked_dirty: bool = False
 
 
@@ -128,7 +125,11 @@ def conduct() -> Iterator[Conduct]:
         True
     """
     seen = Conduct()
-    grad, backward = _code_of(torch.autograd.grad), _code_of(torch.autograd.backward)
+    engines = {
+        _code_of(torch.autograd.grad): "`torch.autograd.grad`",
+        _code_of(torch.autograd.backward): "`.backward()`",
+        **{_code_of(getattr(torch.func, n)): f"`torch.func.{n}`" for n in _FUNC},
+    }
     dirty = _code_of(FunctionCtx.mark_dirty)
     forked = _code_of(torch.random.fork_rng)  # sets the state back: no reseed
     restore = _code_of(GlobalState.restore)
@@ -175,8 +176,10 @@ def conduct() -> Iterator[Conduct]:
                 seen.masked = seen.masked or by_learner(frame, forked)
         elif event == "call":
             code = frame.f_code
-            if code is grad or code is backward:
-                seen.passes += by_learner(frame.f_back, forked)
+            engine = engines.get(code)
+            if engine is not None and by_learner(frame.f_back, forked):
+                seen.passes += 1
+                seen.engines.append(engine)
             elif code is dirty:
                 seen.marked_dirty = True
             elif code is forked and frame not in torch_seeding.entered:
@@ -247,32 +250,6 @@ def stage_verdict(
     )
 
 
-def deterministic_verdict(trial: Trial, plain_call: Callable[..., Any]) -> CheckResult | None:
-    """The same inputs give the same outputs: finite differences rely on it."""
-
-    def with_other_random_numbers(*args: Any) -> Any:
-        torch.rand(1)  # the runner put the random state back: move it on
-        return plain_call(*args)
-
-    with torch.no_grad():
-        again = run_learner_code(with_other_random_numbers, *working_copies(trial.leaves))
-    if again.error is not None or again.side_effects:
-        return None  # judged when finite differences call forward again
-    outputs = again.value if isinstance(again.value, tuple) else (again.value,)
-    if len(outputs) == len(trial.outputs) and all(
-        isinstance(a, Tensor) and same_values(a, b)
-        for a, b in zip(outputs, trial.outputs, strict=True)
-    ):
-        return None
-    return trial.fail(
-        "forward gives different outputs for the same input.",
-        "It draws random numbers (dropout, noise) or depends on state that changes between "
-        "calls. The check compares with finite differences, which need the same output "
-        "for the same input: check a random Function with its randomness fixed (a "
-        "`torch.Generator` with a fixed seed inside forward, or p = 0).",
-    )
-
-
 def _has_grad(t: Tensor) -> bool:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # reading `.grad` of a non-leaf warns
@@ -315,8 +292,10 @@ def conduct_notes(trial: Trial, forward: Conduct, backward: Conduct) -> list[str
             "input (`torch.where(x == 0, ...)`), not by `isnan` of the result."
         )
     if backward.passes:
+        transforms = sorted({e for e in backward.engines if e.startswith("`torch.func.")})
+        names = ", ".join(transforms) or "`torch.autograd.grad` or `.backward()`"
         notes.append(
-            "Note: backward runs autograd itself (`torch.autograd.grad` or `.backward()`), "
+            f"Note: backward runs autograd itself ({names}), "
             "so autograd, not your formula, computes the gradient. The numbers are right, "
             "but the exercise is to write the derivative: return `grad_output` times it."
         )

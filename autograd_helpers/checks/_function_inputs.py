@@ -11,9 +11,11 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from autograd_helpers.checks._numeric import same_values
 from autograd_helpers.checks._probes import edge_probes
+from autograd_helpers.checks._trial import Trial
 
-__all__ = ["checked_wrt", "probe_inputs"]
+__all__ = ["checked_wrt", "probe_inputs", "written_inputs_notes"]
 
 
 def checked_wrt(inputs: tuple[object, ...], wrt: Sequence[int] | None) -> tuple[int, ...]:
@@ -72,3 +74,28 @@ def probe_inputs(probes: object) -> list[tuple[object, ...]]:
     if not all(isinstance(p, tuple) for p in probes):
         raise TypeError("check_function(): probes must be a list of input tuples")
     return list(probes)
+
+
+def written_inputs_notes(trial: Trial, value: object) -> list[str]:
+    """A note for each input a plain callable wrote into and returned (``out.add_(src)``,
+    torch_scatter's ``out=``): as a Function's ``mark_dirty``, the caller's tensor is
+    overwritten. (A Function that does so without marking it fails: autograd needs it.)"""
+    if trial.is_function:
+        return []  # mark_dirty is noted by what forward called
+    returned = value if isinstance(value, tuple) else (value,)
+    notes = []
+    for i, (now, before) in enumerate(zip(trial.args, trial.originals, strict=True)):
+        if (
+            isinstance(now, Tensor)
+            and isinstance(before, Tensor)
+            and any(out is now for out in returned)
+            and not same_values(now, before)
+        ):
+            name = trial.names[i]
+            notes.append(
+                f"Note: it writes the result into its input `{name}` in place and returns it: "
+                f"the caller's `{name}` is overwritten and no longer holds its input (the "
+                "checker gave it a copy). Right for an `out=` argument; otherwise return a "
+                "new tensor."
+            )
+    return notes

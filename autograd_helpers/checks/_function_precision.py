@@ -27,9 +27,10 @@ from autograd_helpers.checks._numeric import dense, finite_difference_vjp, worst
 from autograd_helpers.checks._projected import ELEMENTWISE_LIMIT
 from autograd_helpers.checks._trial import Trial
 
-__all__ = ["Float64Throughout", "precision_note"]
+__all__ = ["Float64Throughout", "named_dtype", "output_precision_note", "precision_note"]
 
 _DIGITS = {torch.float32: "7", torch.float16: "3", torch.bfloat16: "2"}
+_CASTS = {torch.float32: ".float()", torch.float16: ".half()", torch.bfloat16: ".bfloat16()"}
 
 
 def _less_precise(dtype: object) -> bool:
@@ -76,6 +77,17 @@ class Float64Throughout(TorchDispatchMode):
         return tree_map(widened, out)
 
 
+def _inside(watch: Float64Throughout, run: Callable[..., Any]) -> Callable[..., Any]:
+    """``run`` under ``watch``, entered inside the runner: the runner's own probes of the
+    process's state (a float32 tensor among them) are not the learner's code."""
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        with watch:
+            return run(*args, **kwargs)
+
+    return watched
+
+
 def _outputs(call: Callable[..., Any], leaves: Sequence[object], positions: Sequence[int]) -> Any:
     value = call(*working_copies(leaves))
     outputs = value if isinstance(value, tuple) else (value,)
@@ -89,9 +101,10 @@ def _in_float64(
     for each scale of ``grad_output`` and (with ``differences``) finite differences.
     ``None`` where the code never left float64, or fails, or is too large to nudge."""
     watch = Float64Throughout()
+    # made outside the watch: copying a float32 example input is the checker's doing
+    leaves = fresh_leaves(trial.inputs, torch.float64, trial.wrt)
 
     def gradients() -> list[Any]:
-        leaves = fresh_leaves(trial.inputs, torch.float64, trial.wrt)
         outputs = _outputs(call, leaves, trial.differentiable)
         sources = [t for i in trial.wrt if isinstance(t := leaves[i], Tensor)]
         return [
@@ -101,8 +114,7 @@ def _in_float64(
             for s in scales
         ]
 
-    with watch:
-        grads = run_learner_code(gradients)
+    grads = run_learner_code(_inside(watch, gradients))
     if grads.error is not None or watch.found is None:
         return None
     if not differences:
@@ -113,15 +125,14 @@ def _in_float64(
     def plain(*args: Any) -> Any:
         return _outputs(call, args, trial.differentiable)
 
-    with watch:
-        fd = run_learner_code(
-            finite_difference_vjp,
-            plain,
-            trial.leaves,
-            trial.grad_outputs,
-            trial.wrt,
-            eps=trial.options.eps,
-        )
+    fd = run_learner_code(
+        _inside(watch, finite_difference_vjp),
+        plain,
+        trial.leaves,
+        trial.grad_outputs,
+        trial.wrt,
+        eps=trial.options.eps,
+    )
     return None if fd.error is not None else (watch.found, grads.value, fd.value)
 
 
@@ -156,14 +167,41 @@ def precision_note(
         right = _close(grads[0], expected, 1e-12, 1e-7)
     else:
         right = fd is not None and _close(grads[0], fd, trial.options.atol, trial.options.rtol)
-    if not right:
-        return None
+    return _sentence(found) if right else None
+
+
+def named_dtype(note: str) -> str:
+    """``"float32"``: the dtype a :func:`precision_note` names, to lead a title with."""
+    return note.removeprefix(_OPENING).split(" ", 1)[0]
+
+
+_OPENING = "Your forward or backward computes in "
+
+
+def _sentence(found: torch.dtype) -> str:
+    """The note that ``found``, not the formula, is the whole difference."""
     name = str(found).removeprefix("torch.")
     return (
-        f"Your forward or backward computes in {name} (`.float()`, or a tensor made "
-        f"without `dtype=`), though every input is float64: {name} keeps about "
-        f"{_DIGITS.get(found, 'a few')} significant digits, and that is the whole "
+        f"{_OPENING}{name} (`{_CASTS.get(found, '.to(...)')}`, "
+        f"or a tensor made without `dtype=`), though every input is float64: {name} keeps "
+        f"about {_DIGITS.get(found, 'a few')} significant digits, and that is the whole "
         f"difference (run in float64 throughout, your code is right). Keep every step in "
         "the input's dtype (`torch.tensor(c, dtype=x.dtype)`, or a plain number, for a "
         "constant)."
     )
+
+
+def output_precision_note(
+    call: Callable[..., Any], trial: Trial, expected: Sequence[Tensor], atol: float, rtol: float
+) -> str | None:
+    """The float32 sentence for an output off from ``expected`` (the reference's), when
+    forward, run in float64 throughout, matches it to ``atol`` and ``rtol``."""
+    watch = Float64Throughout()
+    leaves = fresh_leaves(trial.inputs, torch.float64, trial.wrt)
+    outcome = run_learner_code(_inside(watch, call), *working_copies(leaves))
+    if outcome.error is not None or watch.found is None:
+        return None
+    value = outcome.value
+    outputs = value if isinstance(value, tuple) else (value,)
+    right = len(outputs) == len(expected) and _close(outputs, expected, atol, rtol)
+    return _sentence(watch.found) if right else None

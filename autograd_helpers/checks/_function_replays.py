@@ -26,11 +26,11 @@ from torch import Tensor
 from autograd_helpers._common.leaves import fresh_leaves, working_copies
 from autograd_helpers._common.runner import run_learner_code
 from autograd_helpers.checks._feedback import CheckResult
-from autograd_helpers.checks._function_precision import precision_note
+from autograd_helpers.checks._function_precision import named_dtype, precision_note
 from autograd_helpers.checks._numeric import dense
 from autograd_helpers.checks._trial import Trial
 
-__all__ = ["alone_verdict", "linear_verdict"]
+__all__ = ["alone_verdict", "linear_verdict", "same_gradient"]
 
 SCALE = 2.0  # exact in binary: a backward linear in grad_output gives exactly twice
 # grad_output times each scale: a zero one, twice, minus it, and a large one (a clipped
@@ -72,6 +72,11 @@ def _close(a: Tensor | None, b: Tensor | None, scale: float = 1.0) -> bool:
     return bool((equal | (a64.isnan() & b64.isnan()) | (a64 == b64)).all())
 
 
+def same_gradient(a: Tensor | None, b: Tensor | None) -> bool:
+    """The same gradient, to a backward's rounding (``None`` as good as zeros)."""
+    return _close(a, b)
+
+
 def _ctx_attributes(outputs: Sequence[Tensor]) -> dict[str, object]:
     """What forward kept on ``ctx`` as attributes (the node of the first output)."""
     node = next((o.grad_fn for o in outputs if o.grad_fn is not None), None)
@@ -99,8 +104,31 @@ _ONCE = (
     "Autograd may run backward again on the same graph (`retain_graph=True`, "
     "`torch.autograd.grad` for a Hessian, this check's second pass). Freeing what "
     "backward needs saves memory early (revtorch deletes `ctx.y`), but then the "
-    "Function supports one pass only: leave it on `ctx`, which autograd frees with "
-    "the graph, or raise an error that says so on a second pass."
+    "Function supports one pass only, and a second one fails (or says so, if it raises "
+    "on purpose): leave it on `ctx`, which autograd frees with the graph."
+)
+_KEPT = (
+    "Each pass must compute the gradient from what forward saved alone. A value backward "
+    "keeps on `ctx` for the next pass (a running sum, a counter) makes a second pass on "
+    "the same graph (`retain_graph=True`, a Hessian) give another gradient: compute the "
+    "gradient afresh and return it; autograd adds it into `.grad`."
+)
+_GUARD = (
+    "Autograd may run backward again on the same graph (`retain_graph=True`, "
+    "`torch.autograd.grad` for a Hessian, this check's second pass), and nothing here "
+    "stops it from being right again: drop the flag and the error, and compute the "
+    "gradient from the saved tensors each time."
+)
+_FREED = (
+    "Autograd may run backward again on the same graph (`retain_graph=True`, this check's "
+    "second pass). A graph built in forward and differentiated in backward is freed by "
+    "the first `torch.autograd.grad(...)` unless it passes `retain_graph=True`; better, "
+    "write the derivative's formula and build no graph at all."
+)
+_AGAIN = (
+    "Autograd may run backward again on the same graph (`retain_graph=True`, "
+    "`torch.autograd.grad` for a Hessian): backward must work from what forward saved, "
+    "each time it runs."
 )
 _CHAIN = (
     "The gradient is `grad_output` times the derivative (the chain rule): multiply by "
@@ -116,24 +144,52 @@ def _twice_verdict(
     on_ctx: dict[str, object],
 ) -> CheckResult | None:
     """Backward a second time on the graph whose first pass gave ``first``: the same."""
-    dropped = _dropped(on_ctx, _ctx_attributes(outputs))
+    after_first = _ctx_attributes(outputs)
+    dropped = _dropped(on_ctx, after_first)
+    kept = _kept(on_ctx, after_first)
     second = run_learner_code(_grads, outputs, sources, trial.grad_outputs)
     if second.error is not None:
-        title = (
-            f"backward can run only once on a graph: it {dropped}, which its second pass needs."
-            if dropped
-            else "backward raised an exception when it ran a second time on the same graph."
-        )
         where = [second.error.where] if second.error.where else []
-        return trial.fail(title, second.error.describe(), *where, _ONCE if dropped else _TWICE)
+        title, hint = _once_cause(second.error.describe(), dropped, kept)
+        return trial.fail(title, second.error.describe(), *where, hint)
     for name, a, b in zip(trial.wrt_names, second.value, first, strict=True):
         if not _close(a, b):
-            return trial.fail(
+            title = (
                 f"backward gives another gradient for `{name}` the second time it runs on "
-                "the same graph.",
-                _TWICE,
+                "the same graph"
             )
+            if kept:
+                return trial.fail(f"{title}: it keeps {kept} from its first pass.", _KEPT)
+            return trial.fail(f"{title}.", _TWICE)
     return None
+
+
+def _kept(before: dict[str, object], after: dict[str, object]) -> str:
+    """``"`ctx.acc`"``: what backward's first pass set on ``ctx`` for the next one."""
+    for name, value in after.items():
+        if name not in before or before[name] is not value:
+            return f"`ctx.{name}`"
+    return ""
+
+
+def _once_cause(error: str, dropped: str, kept: str) -> tuple[str, str]:
+    """Title and hint for a backward whose second pass on one graph raised."""
+    once = "backward can run only once on a graph"
+    if dropped:
+        return f"{once}: it {dropped}, which its second pass needs.", _ONCE
+    if kept:
+        return f"{once}: its first pass sets {kept}, and the second raises on it.", _GUARD
+    if "backward through the graph a second time" in error:
+        return (
+            f"{once}: it differentiates a graph of its own that its first pass freed.",
+            _FREED,
+        )
+    if "modified by an inplace operation" in error:
+        return "backward raised an exception when it ran a second time on the same graph.", _TWICE
+    return (
+        "backward raised an exception when it ran a second time on the same graph.",
+        _AGAIN,
+    )
 
 
 def linear_verdict(trial: Trial, call: Callable[..., Any]) -> CheckResult | None:
@@ -165,10 +221,11 @@ def linear_verdict(trial: Trial, call: Callable[..., Any]) -> CheckResult | None
         for name, a, b in zip(trial.wrt_names, outcome.value, first.value, strict=True):
             if not _close(a, b, scale) and not (scale == 0 and a is None):
                 result = "not zero" if scale == 0 else f"not {what} gradient"
-                return trial.fail(
-                    f"for {what} `grad_output`, backward's gradient for `{name}` is {result}.",
-                    precision_note(trial, call, scale=scale) or _CHAIN,
-                )
+                title = f"for {what} `grad_output`, backward's gradient for `{name}` is {result}."
+                note = precision_note(trial, call, scale=scale)
+                if note is not None:  # rounding, not clipping: say so first
+                    title = f"your code computes in {named_dtype(note)}: {title}"
+                return trial.fail(title, note or _CHAIN)
     return None
 
 

@@ -21,7 +21,9 @@ from torch import Tensor
 from autograd_helpers._common.runner import run_learner_code
 from autograd_helpers.checks._feedback import CheckResult, from_learner_error
 from autograd_helpers.checks._function_kinks import Kinks, find_kinks, kink_notes, kink_verdict
+from autograd_helpers.checks._function_nudged import nudged_note
 from autograd_helpers.checks._function_precision import precision_note
+from autograd_helpers.checks._function_settled import domain_masks, settled
 from autograd_helpers.checks._numeric import (
     finite_difference_vjp,
     format_number,
@@ -75,8 +77,9 @@ def gradient_values(
     sources.append("finite differences")
     if (unread := _unread_verdict(trial, fd.value)) is not None:
         return unread, sources
-    kinks = _kinks(trial, selected, [*(c for _, c, _ in comparisons), fd.value], expected)
-    fair = [kinks.substituted(trial, truth) for truth in (expected, fd.value) if truth is not None]
+    truths = _settled_truths(trial, reference, expected, fd.value)
+    kinks = _kinks(trial, selected, truths, truths[0] if expected is not None else None)
+    fair = [kinks.substituted(trial, truth) for truth in truths]
     comparisons = [(source, truth, True) for source, truth in zip(sources, fair, strict=True)]
     mismatch = _first_mismatch(trial, comparisons)
     if mismatch is None and expected is not None:
@@ -85,7 +88,26 @@ def gradient_values(
         mismatch = trial.fail(*outside)
     if mismatch is None:
         trial.notes += kink_notes(trial, kinks, expected)
-    return _explained(mismatch, trial, plain_call, expected), sources
+    return _explained(mismatch, trial, plain_call, expected, reference), sources
+
+
+def _settled_truths(
+    trial: Trial,
+    reference: Reference | None,
+    expected: list[Tensor] | None,
+    differences: list[Tensor],
+) -> list[list[Tensor]]:
+    """The reference's gradient and finite differences, each left out where it has no say
+    (:mod:`._function_settled`): outside the reference's domain, and finite differences
+    where the answer matches the reference's gradient to float64's rounding."""
+    if reference is None or expected is None:
+        return [differences]
+    masks = domain_masks(trial, reference.outputs)
+    tight = (REFERENCE_ATOL, REFERENCE_RTOL)
+    return [
+        settled(trial, expected, masks),
+        settled(trial, differences, masks, expected, tight),
+    ]
 
 
 def _explained(
@@ -93,11 +115,15 @@ def _explained(
     trial: Trial,
     call: Callable[..., Any],
     expected: Sequence[Tensor] | None,
+    reference: Reference | None = None,
 ) -> CheckResult | None:
-    """A gradient found off, with a word about float32 where that is the whole cause."""
+    """A gradient found off, with a word about float32 where that is the whole cause, or
+    about finite differences where backward computes them."""
     if mismatch is None:
         return None
     note = precision_note(trial, call, expected)
+    if note is None and reference is not None and expected is not None:
+        note = nudged_note(trial, _outputs_at(reference.fn, trial.differentiable), expected)
     return (
         mismatch
         if note is None
@@ -125,7 +151,8 @@ def _kinks(
         if isinstance(got, Tensor) and got.shape == leaf.shape:
             for truth, (atol, rtol) in pairs:
                 want = truth[k].detach().double()
-                mask |= ~((got.detach().double() - want).abs() <= atol + rtol * want.abs())
+                mine = got.detach().double()
+                mask |= ~((mine == want) | ((mine - want).abs() <= atol + rtol * want.abs()))
         suspects.append(mask)
     if not any(bool(m.any()) for m in suspects):
         return Kinks.none(trial)

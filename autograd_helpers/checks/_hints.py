@@ -98,6 +98,12 @@ def transposed_hint(gradient: Tensor, shape: torch.Size) -> str | None:
 
 def dtype_hint(dtype: torch.dtype) -> str:
     """What to do about a result of the wrong ``dtype``."""
+    if dtype.is_complex:
+        return (
+            f"Hint: a complex tensor ({dtype}) for a real function: keep the result real, "
+            "in the input's dtype (no `.to(torch.complex128)`; `torch.tanh(x)` of a real "
+            "`x` is already real)."
+        )
     if not dtype.is_floating_point:
         return (
             f"Hint: an integer tensor ({dtype}) cannot carry a gradient: keep the result "

@@ -17,7 +17,14 @@ from torch import Tensor
 
 from autograd_helpers.checks._numeric import format_number
 
-__all__ = ["EDGE_VALUES", "FLOAT32_ATOL", "FLOAT32_RTOL", "edge_probes", "probe_note"]
+__all__ = [
+    "EDGE_VALUES",
+    "FLOAT32_ATOL",
+    "FLOAT32_RTOL",
+    "also_note",
+    "edge_probes",
+    "probe_note",
+]
 
 # 0 and its tiny neighbours (down to where float32's squares underflow, and below its
 # normal range); small values where a constant added to a formula shows (1e-5, 1e-4);
@@ -43,9 +50,28 @@ def edge_probes() -> list[tuple[Tensor]]:
         [(32,), (3, 7), ()]
     """
     row = torch.tensor(EDGE_VALUES, dtype=torch.float64)
-    # The range in between, in a shape that is not a row and is odd in both sizes.
-    matrix = torch.linspace(-12, 12, 21, dtype=torch.float64).reshape(3, 7)
+    # The range in between, in a shape that is not a row and is odd in both sizes; five of
+    # its values lie 1e-8 beyond a rounding tie (0.50000001), where rounding is right in
+    # float64 only: float32 holds 0.5 there, and a round done in float32 goes the other way.
+    matrix = torch.linspace(-11.5 + 1e-8, 12.5 + 1e-8, 21, dtype=torch.float64).reshape(3, 7)
     return [(row,), (matrix,), (torch.tensor(-0.3, dtype=torch.float64),)]
+
+
+def also_note(
+    inputs: Sequence[object], names: Sequence[str], first: Sequence[object], raised: bool
+) -> str:
+    """The detail a failure on an example of ``also=`` gets: which one, and, when the code
+    raised there after passing on the first example of other shapes, the likely cause."""
+    shown = probe_note(inputs, names, first).split(": ", 1)[-1]
+    note = f"This is another example (`also=`), after the first passed: {shown}"
+    shapes = [tuple(x.shape) if isinstance(x, Tensor) else None for x in inputs]
+    if raised and shapes != [tuple(x.shape) if isinstance(x, Tensor) else None for x in first]:
+        note += (
+            " Its shapes differ from the first example's: a size written into the code "
+            "(`torch.eye(4)`, `range(3)`) fits one example only; take sizes from the "
+            "tensors (`y.numel()`, `x.shape[0]`)."
+        )
+    return note
 
 
 def probe_note(

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from autograd_helpers._common.leaves import fresh_leaves, working_copies
+from autograd_helpers.checks._numeric import format_number, located
 from autograd_helpers.checks._trial import Options
 
 __all__ = ["Reference"]
@@ -26,6 +27,7 @@ class Reference:
         self, role: str, fn: Callable[..., Any], options: Options, inputs: tuple[object, ...]
     ) -> None:
         self.role = role
+        self.fn = fn
         self.leaves = fresh_leaves(inputs, torch.float64, options.wrt)
         result = self._call(fn, *working_copies(self.leaves))
         outputs = result if isinstance(result, tuple) else (result,)
@@ -44,6 +46,24 @@ class Reference:
                 )
         self.outputs: tuple[Tensor, ...] = outputs
         self.wrt = options.wrt
+
+    def require_domain(self, names: Sequence[str]) -> None:
+        """Raise when an output is NaN or inf at an example: the notebook chose an example
+        outside the function's domain (``torch.log`` at -2), where no gradient is right."""
+        for k, out in enumerate(self.outputs):
+            if not out.is_floating_point() or bool(out.detach().isfinite().all()):
+                continue
+            flat = int((~out.detach().isfinite()).reshape(-1).nonzero()[0, 0])
+            inputs = list(zip(names, self.leaves, strict=False))
+            where = located(flat, out.shape, inputs) or "at an element"
+            which = "its output" if len(self.outputs) == 1 else f"its output {k}"
+            value = format_number(float(out.detach().reshape(-1)[flat]))
+            raise ValueError(
+                f"check_function(): the {self.role} gives {value} "
+                f"({which}) {where} of the example: the example lies outside the function's "
+                "domain, where no gradient is right or wrong. The check is set up wrong (give "
+                "an example inside the domain), not the code it checks."
+            )
 
     def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:

@@ -34,12 +34,19 @@ from autograd_helpers.checks._function_conduct import (
     WORDS,
     conduct,
     conduct_notes,
-    deterministic_verdict,
     grad_set_verdict,
     stage_verdict,
     tensors_on_ctx,
 )
+from autograd_helpers.checks._function_grad_read import grad_read_verdict
 from autograd_helpers.checks._function_grads import GradsKept, grad_written_verdict
+from autograd_helpers.checks._function_inputs import written_inputs_notes
+from autograd_helpers.checks._function_limits import (
+    deterministic_verdict,
+    empty_verdict,
+    float64_refused,
+)
+from autograd_helpers.checks._function_precision import output_precision_note
 from autograd_helpers.checks._function_replays import alone_verdict, linear_verdict
 from autograd_helpers.checks._function_values import gradient_values
 from autograd_helpers.checks._numeric import dense, same_values
@@ -51,6 +58,9 @@ from autograd_helpers.checks._submission import (
 )
 from autograd_helpers.checks._trial import Options, Trial, random_grad_outputs
 from autograd_helpers.checks._verdicts import (
+    MISMATCH,
+    OUTPUT_ATOL,
+    OUTPUT_RTOL,
     Verdict,
     broadcast_notes,
     inspect_outputs,
@@ -65,25 +75,30 @@ def _verdict(trial: Trial, verdict: Verdict | None) -> CheckResult | None:
 
 
 def _forward(
-    trial: Trial, call: Callable[..., Any], reference: Reference | None
+    trial: Trial, call: Callable[..., Any], reference: Reference | None, plain: Callable[..., Any]
 ) -> CheckResult | None:
     """1. forward runs and returns tensors like the reference's, without touching its inputs."""
     outcome = run_learner_code(call, *trial.args)
     trial.printed += outcome.printed
     if outcome.error is not None:
-        return from_learner_error(trial.label, "forward", outcome)
+        return from_learner_error(
+            trial.label, "forward", outcome, hint=float64_refused(trial, plain, outcome.error)
+        )
     if outcome.side_effects:
         return trial.fail(*outlived("forward", outcome.side_effects))
     expected = None if reference is None else reference.outputs
     result = _freed_verdict(trial, outcome.value) or _verdict(
-        trial, inspect_outputs(outcome.value, trial, expected)
+        trial,
+        _with_precision(inspect_outputs(outcome.value, trial, expected), trial, expected, plain),
     )
     if result is not None:
         return result
+    trial.notes += written_inputs_notes(trial, outcome.value)
     trial.outputs = outcome.value if isinstance(outcome.value, tuple) else (outcome.value,)
     trial.differentiable = tuple(k for k, o in enumerate(trial.outputs) if o.requires_grad)
     differentiable = [trial.outputs[k] for k in trial.differentiable]
-    if trial.wrt and not any(o.numel() for o in differentiable):
+    empty_too = reference is not None and not any(o.numel() for o in reference.outputs)
+    if trial.wrt and not any(o.numel() for o in differentiable) and not empty_too:
         return trial.fail(
             "forward returned an empty tensor, so there is nothing to compare.",
             "Return the result for every element of the input.",
@@ -91,6 +106,19 @@ def _forward(
     trial.grad_outputs = random_grad_outputs(differentiable, [*trial.leaves, *trial.outputs])
     trial.after_forward = _values_now(trial)
     return None
+
+
+def _with_precision(
+    verdict: Verdict | None,
+    trial: Trial,
+    expected: tuple[Tensor, ...] | None,
+    plain: Callable[..., Any],
+) -> Verdict | None:
+    """An output off from the reference's, with the float32 sentence where that is why."""
+    if verdict is None or expected is None or not verdict.title.endswith(MISMATCH):
+        return verdict
+    note = output_precision_note(plain, trial, expected, OUTPUT_ATOL, OUTPUT_RTOL)
+    return verdict if note is None else Verdict(verdict.title, (*verdict.details, note))
 
 
 def _freed_verdict(trial: Trial, value: object) -> CheckResult | None:
@@ -192,6 +220,8 @@ def run_check(
     reference = grad_reference = None
     if options.reference is not None:
         reference = Reference("reference", options.reference, options, inputs)
+        if not options.probe:
+            reference.require_domain(forward_parameter_names(fn, len(inputs)))
     if options.grad_reference is not None:
         grad_reference = Reference("grad_reference", options.grad_reference, options, inputs)
     trial = Trial.start(inputs, options, forward_parameter_names(fn, len(inputs)), is_function)
@@ -201,7 +231,7 @@ def run_check(
     grads = GradsKept(inputs, trial.names, [(label, m) for label, m, _ in contained.modules])
     try:
         with conduct() as forward:
-            result = _forward(trial, call, reference)
+            result = _forward(trial, call, reference, plain_call)
         result = (
             result
             or grad_written_verdict(trial, grads, "forward")
@@ -217,11 +247,17 @@ def run_check(
             or grad_written_verdict(trial, grads, "backward")
             or stage_verdict(trial, contained, backward, "backward")
             or grad_set_verdict(trial)
+            or empty_verdict(trial)
         )
         if result is not None:
             return result
         result, checked_against = gradient_values(trial, plain_call, reference, grad_reference)
-        result = result or linear_verdict(trial, plain_call) or alone_verdict(trial, plain_call)
+        result = (
+            result
+            or linear_verdict(trial, plain_call)
+            or alone_verdict(trial, plain_call)
+            or grad_read_verdict(trial, plain_call)
+        )
     finally:
         grads.restore()
         contained.restore()

@@ -35,6 +35,7 @@ class Options:
     atol: float = 1e-5
     rtol: float = 1e-3
     eps: float = 1e-6
+    probe: bool = False  # inputs the checker chose (beyond the notebook's examples)
 
 
 @dataclass

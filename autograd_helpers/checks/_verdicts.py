@@ -30,6 +30,9 @@ from autograd_helpers.checks._numeric import (
 from autograd_helpers.checks._trial import Trial
 
 __all__ = [
+    "MISMATCH",
+    "OUTPUT_ATOL",
+    "OUTPUT_RTOL",
     "Verdict",
     "broadcast_notes",
     "compare_gradients",
@@ -43,6 +46,12 @@ _MARKED = (
     "forward marked it with `ctx.mark_non_differentiable(...)`: mark only outputs that carry no "
     "gradient (masks, indices), never the result."
 )
+
+
+# Outputs against the reference's, in float64: to float64's rounding, as the gradients are
+# (16 digits; a formula with e written as 2.71828 is off by 3e-7 and fails).
+OUTPUT_ATOL, OUTPUT_RTOL = 1e-12, 1e-7
+MISMATCH = "does not match the reference."
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,14 @@ def _output_verdict(
     """One output's device, shape, dtype and values (an index or mask output included)."""
     if out.device.type != "cpu":
         return Verdict(f"{which} is on device `{out.device}`, but the inputs are on `cpu`.")
+    if out.layout != torch.strided:
+        return Verdict(
+            f"{which} is a sparse tensor ({out.layout}); return a dense (strided) one.",
+            (
+                "Return the result as computed (`torch.tanh(x)`, not `.to_sparse()` of it): "
+                "the caller's operations and autograd expect a dense tensor.",
+            ),
+        )
     if want is not None and out.shape != want.shape:
         return Verdict(
             f"{which} has shape {_shape(out)}, but the reference's has shape {_shape(want)}.",
@@ -175,11 +192,11 @@ def _output_verdict(
         where = located(bad[1], out.shape, inputs)
         return Verdict(f"{which} contains {bad[0]}" + (f", first {where}." if where else "."))
     if want is not None:
-        mismatch = worst_mismatch(out, want, atol=1e-7, rtol=1e-5)
+        mismatch = worst_mismatch(out, want, atol=OUTPUT_ATOL, rtol=OUTPUT_RTOL)
         if mismatch is not None:
             name = "output" if which == "the output" else which
             return Verdict(
-                f"{which} does not match the reference.",
+                f"{which} {MISMATCH}",
                 (mismatch.describe(name, "yours", "reference"),),
             )
     return None

@@ -18,7 +18,7 @@ from autograd_helpers.checks._feedback import CheckResult, failed, stub_verdict
 from autograd_helpers.checks._function_float32 import float32_verdict
 from autograd_helpers.checks._function_inputs import checked_wrt, probe_inputs
 from autograd_helpers.checks._numeric import worst_mismatch
-from autograd_helpers.checks._probes import probe_note
+from autograd_helpers.checks._probes import also_note, probe_note
 from autograd_helpers.checks._steps import run_check
 from autograd_helpers.checks._submission import forward_parameter_names
 from autograd_helpers.checks._trial import Options
@@ -174,15 +174,19 @@ def check_function(
     result = CheckResult("passed", "")
     notes: list[str] = []  # a note one run gives (a kink at a probe) holds for the whole check
     for run_inputs, is_probe in runs:
-        run_options = dataclasses.replace(options, wrt=checked_wrt(run_inputs, wrt))
+        run_options = dataclasses.replace(options, wrt=checked_wrt(run_inputs, wrt), probe=is_probe)
         result = run_check(fn, run_inputs, run_options, allow_callable=allow_callable)
         notes += [d for d in result.details if d.startswith("Note:") and d not in notes]
         if not result.passed:
-            if is_probe:
-                names = forward_parameter_names(fn, len(run_inputs))
-                note = probe_note(run_inputs, names, None if probes == "edges" else inputs)
-                result = dataclasses.replace(result, details=(*result.details, note))
-            return result
+            if run_inputs is inputs:
+                return result
+            names = forward_parameter_names(fn, len(run_inputs))
+            note = (
+                probe_note(run_inputs, names, None if probes == "edges" else inputs)
+                if is_probe
+                else also_note(run_inputs, names, inputs, "raised" in result.title)
+            )
+            return dataclasses.replace(result, details=(*result.details, note))
     if probed:
         for run_inputs, _ in runs:
             problem = float32_verdict(

@@ -397,4 +397,78 @@ BANK = bank(
         "from numpy.random import seed\n" + answer("seed(0)\nreturn grad_output * 3 * x**2"),
         "NumPy's global random number generator",
     ),
+    wrong(
+        "side effect",
+        "adds x.grad when there is one (issue 25 audit, item 1)",
+        answer("g = grad_output * 3 * x**2\nif x.grad is not None:\n    g = g + x.grad\nreturn g"),
+        "read `.grad` of its input `x`",
+    ),
+    wrong(
+        "side effect",
+        "adds x.grad, zero when empty",
+        answer("return grad_output * 3 * x**2 + (0 if x.grad is None else x.grad)"),
+        "autograd adds gradients into `.grad` itself",
+    ),
+    wrong(
+        "wrong type or shape",
+        "grad_output rounded to float32: float32 leads (issue 25 audit, item 11)",
+        answer("return grad_output.float() * 3 * x**2"),
+        "your code computes in float32",
+    ),
+    wrong(
+        "wrong type or shape",
+        "grad_output converted with .to(torch.float32)",
+        answer("g = grad_output.to(torch.float32)\nreturn g * 3 * x**2"),
+        "your code computes in float32: for 1000 times the `grad_output`",
+    ),
+    wrong(
+        "symptom fix",
+        "x squared in float16 (issue 25 audit, item 10)",
+        answer("return grad_output * 3 * (x.half() ** 2).double()"),
+        "computes in float16 (`.half()`",
+    ),
+    wrong(
+        "symptom fix",
+        "computes in bfloat16 and casts back",
+        answer("return (grad_output.bfloat16() * 3 * x.bfloat16() ** 2).to(x.dtype)"),
+        "computes in bfloat16 (`.bfloat16()`",
+    ),
+    wrong(
+        "side effect",
+        "a running sum on ctx (issue 25 audit, item 8)",
+        answer("ctx.acc = getattr(ctx, 'acc', 0) + grad_output * 3 * x**2\nreturn ctx.acc"),
+        "it keeps `ctx.acc` from its first pass",
+    ),
+    wrong(
+        "side effect",
+        "a pass counter on ctx that scales the gradient",
+        answer(
+            "ctx.passes = getattr(ctx, 'passes', 0) + 1\nreturn grad_output * 3 * x**2 * ctx.passes"
+        ),
+        "it keeps `ctx.passes` from its first pass",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "central differences of the forward (issue 25 audit, item 12)",
+        answer("h = 1e-6\nreturn grad_output * ((x + h)**3 - (x - h)**3) / (2 * h)"),
+        "approximates the derivative with finite differences",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "central differences with a coarser step",
+        answer(
+            "f = lambda t: t**3\nh = 1e-3\nreturn grad_output * (f(x + h) - f(x - h)) / (2 * h)"
+        ),
+        "with h = 0.001",
+    ),
+    right(
+        "torch.func.jvp: forward mode, noted (issue 25 audit, lesser)",
+        answer("return torch.func.jvp(lambda t: t**3, (x,), (grad_output,))[1]"),
+        "runs autograd itself (`torch.func.jvp`)",
+    ),
+    right(
+        "torch.func.linearize: forward mode, noted",
+        answer("_, jvp_fn = torch.func.linearize(lambda t: t**3, x)\nreturn jvp_fn(grad_output)"),
+        "runs autograd itself (`torch.func.linearize`)",
+    ),
 )

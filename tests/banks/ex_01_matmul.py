@@ -172,4 +172,31 @@ BANK = bank(
         fixed("return grad_output @ weight.T * 1.0003, x.T @ grad_output"),
         "is off",
     ),
+    wrong(
+        "side effect",
+        "adds weight.grad when there is one (issue 25 audit, item 1)",
+        fixed(
+            "gw = x.T @ grad_output\nif weight.grad is not None:\n    gw = gw + weight.grad\n"
+            "return grad_output @ weight.T, gw"
+        ),
+        "read `.grad` of its input `weight`",
+    ),
+    wrong(
+        "side effect",
+        "adds x.grad to the input's gradient",
+        fixed(
+            "gx = grad_output @ weight.T\nif x.grad is not None:\n    gx += x.grad\n"
+            "return gx, x.T @ grad_output"
+        ),
+        "read `.grad` of its input `x`",
+    ),
+    wrong(
+        "side effect",
+        "a guard that refuses a second backward (issue 25 audit, item 7)",
+        fixed(
+            "if getattr(ctx, 'done', False):\n    raise RuntimeError('backward called twice')\n"
+            "ctx.done = True\nreturn grad_output @ weight.T, x.T @ grad_output"
+        ),
+        "backward can run only once on a graph",
+    ),
 )

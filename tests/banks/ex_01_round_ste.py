@@ -142,4 +142,31 @@ BANK = bank(
         ste("return torch.round(x)", "return grad_output * 0.9995"),
         "is off",
     ),
+    wrong(
+        "right only at the example",
+        "rounds in float32 and casts back (issue 25 audit, item 3)",
+        ste("return torch.round(x.float()).to(x.dtype)", "return grad_output"),
+        "computes in float32",
+    ),
+    wrong(
+        "right only at the example",
+        "rounds in float16 and casts back",
+        ste("return torch.round(x.half()).double()", "return grad_output"),
+        "computes in float16",
+    ),
+    wrong(
+        "wrong type or shape",
+        "a sparse output (issue 25 audit, item 6)",
+        ste("return torch.round(x).to_sparse()", "return grad_output.to_dense()"),
+        "is a sparse tensor",
+    ),
+    wrong(
+        "wrong type or shape",
+        "a sparse output built from the nonzero entries",
+        ste(
+            "r = torch.round(x)\nreturn torch.sparse_coo_tensor(r.nonzero().T, r[r != 0], r.shape)",
+            "return grad_output",
+        ),
+        "return a dense (strided) one",
+    ),
 )

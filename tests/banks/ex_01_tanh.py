@@ -257,4 +257,77 @@ BANK = bank(
             "return torch.where(y.abs() >= 1, torch.zeros_like(y), grad_output * (1 - y * y))",
         ),
     ),
+    wrong(
+        "symptom fix",
+        "output scaled by 1 + 5e-6 (issue 25 audit, item 2)",
+        tanh(
+            "ctx.save_for_backward(x)\nreturn torch.tanh(x) * (1 + 5e-6)",
+            "(x,) = ctx.saved_tensors\nreturn grad_output * (1 - torch.tanh(x) ** 2)",
+        ),
+        "the output does not match the reference",
+    ),
+    wrong(
+        "right only at the example",
+        "e written 2.71828 in forward (issue 25 audit, item 2)",
+        tanh(
+            "ctx.save_for_backward(x)\ne = torch.pow(2.71828, 2 * x)\nreturn 1 - 2 / (e + 1)",
+            "(x,) = ctx.saved_tensors\nreturn grad_output * (1 - torch.tanh(x) ** 2)",
+        ),
+        "the output does not match the reference",
+    ),
+    wrong(
+        "wrong type or shape",
+        "a sparse output (issue 25 audit, item 6)",
+        tanh(
+            "y = torch.tanh(x)\nctx.save_for_backward(y)\nreturn y.to_sparse()",
+            "(y,) = ctx.saved_tensors\nreturn grad_output.to_dense() * (1 - y * y)",
+        ),
+        "is a sparse tensor",
+    ),
+    wrong(
+        "wrong type or shape",
+        "a complex output (issue 25 audit, item 9)",
+        tanh(
+            "y = torch.tanh(x)\nctx.save_for_backward(y)\nreturn y.to(torch.complex128)",
+            "(y,) = ctx.saved_tensors\nreturn (grad_output * (1 - y * y)).real",
+        ),
+        "a complex tensor (torch.complex128)",
+    ),
+    wrong(
+        "wrong type or shape",
+        "a complex gradient",
+        tanh(
+            SAVE_Y, "(y,) = ctx.saved_tensors\nreturn (grad_output * (1 - y * y)).to(torch.cfloat)"
+        ),
+        "a complex tensor (torch.complex64)",
+    ),
+    wrong(
+        "side effect",
+        "a guard that raises on a second backward (issue 25 audit, item 7)",
+        tanh(
+            SAVE_Y,
+            "if getattr(ctx, 'done', False):\n    raise RuntimeError('Tanh: backward twice')\n"
+            "ctx.done = True\n(y,) = ctx.saved_tensors\nreturn grad_output * (1 - y * y)",
+        ),
+        "backward can run only once on a graph: its first pass sets `ctx.done`",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "forward's own graph differentiated without retain_graph (issue 25 audit, item 7)",
+        tanh(
+            "with torch.enable_grad():\n    leaf = x.detach().requires_grad_()\n"
+            "    out = torch.tanh(leaf)\nctx.save_for_backward(leaf, out)\nreturn out.detach()",
+            "leaf, out = ctx.saved_tensors\nreturn torch.autograd.grad(out, leaf, grad_output)[0]",
+        ),
+        "a graph of its own that its first pass freed",
+    ),
+    right(
+        "torch.func.vjp in backward, noted by its name (issue 25 audit, lesser)",
+        tanh(
+            SAVE_X,
+            "(x,) = ctx.saved_tensors\n_, pull = torch.func.vjp(torch.tanh, x)\n"
+            "return pull(grad_output)[0]",
+        ),
+        "runs autograd itself (`torch.func.vjp`)",
+    ),
 )

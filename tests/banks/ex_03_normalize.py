@@ -160,4 +160,43 @@ BANK = bank(
         "the norm as a number",
         fixed("return (grad_output - (y * grad_output).sum() * y) / norm.item()"),
     ),
+    wrong(
+        "right only at the example",
+        "eye(4): the example's size (issue 25 audit, item 14)",
+        fixed(
+            "J = (torch.eye(4, dtype=y.dtype) - torch.outer(y, y)) / norm\nreturn J @ grad_output"
+        ),
+        "`x` = [0.5, -2, 1.5] (shape (3,))",
+    ),
+    wrong(
+        "right only at the example",
+        "a loop over range(4)",
+        fixed(
+            "dot = (y * grad_output).sum()\n"
+            "return torch.stack([grad_output[i] - y[i] * dot for i in range(4)]) / norm"
+        ),
+        "a size written into the code",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "the gradient by finite differences of normalize (issue 25 audit, item 12)",
+        fixed(
+            "x = y * norm\nh = 1e-6\ng = torch.zeros_like(x)\nfor i in range(x.numel()):\n"
+            "    e = torch.zeros_like(x); e[i] = h\n"
+            "    g[i] = (((x + e) / (x + e).norm() - (x - e) / (x - e).norm()) * grad_output)"
+            ".sum() / (2 * h)\nreturn g"
+        ),
+        "approximates the derivative with finite differences",
+    ),
+    wrong(
+        "bypassed mechanism",
+        "finite differences with a step of 1e-5, through torch.nn.functional",
+        fixed(
+            "x = y * norm\nh = 1e-5\ncols = []\nfor i in range(x.numel()):\n"
+            "    e = torch.zeros_like(x); e[i] = h\n"
+            "    d = torch.nn.functional.normalize(x + e, dim=0, eps=0.0) - torch.nn.functional.normalize(x - e, dim=0, eps=0.0)\n"
+            "    cols.append((d * grad_output).sum() / (2 * h))\nreturn torch.stack(cols)"
+        ),
+        "finite differences",
+    ),
 )

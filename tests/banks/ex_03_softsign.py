@@ -404,4 +404,31 @@ BANK = bank(
             SAVE_X, from_x("(grad_output.double() / (1 + x.double().abs()) ** 2).to(x.dtype)")
         ),
     ),
+    wrong(
+        "wrong type or shape",
+        "a sparse output (issue 25 audit, item 6)",
+        softsign(
+            "ctx.save_for_backward(x)\nreturn (x / (1 + x.abs())).to_sparse()",
+            from_x("grad_output.to_dense() / (1 + x.abs()) ** 2"),
+        ),
+        "is a sparse tensor",
+    ),
+    wrong(
+        "wrong type or shape",
+        "a complex output (issue 25 audit, item 9)",
+        softsign(
+            "ctx.save_for_backward(x)\nreturn (x / (1 + x.abs())).to(torch.complex128)",
+            from_x("(grad_output / (1 + x.abs()) ** 2).real"),
+        ),
+        "a complex tensor (torch.complex128)",
+    ),
+    wrong(
+        "side effect",
+        "adds x.grad when there is one (issue 25 audit, item 1)",
+        softsign(
+            SAVE_X,
+            from_x("grad_output / (1 + x.abs()) ** 2 + (x.grad if x.grad is not None else 0)"),
+        ),
+        "read `.grad` of its input `x`",
+    ),
 )
