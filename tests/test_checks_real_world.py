@@ -909,3 +909,35 @@ def test_torchs_own_dtype_error_in_forward_is_not_called_a_limit_of_the_check():
     )
     assert not result.passed
     assert "a limit of the check" not in result.message
+
+
+# --- an approximation judged at the tolerances its caller gives ----------------------------
+
+
+class RoundedSin(Function):
+    """An approximate forward (gpytorch's ``LogNormalCDF`` is a rational approximation,
+    about 1e-4 off): here sin rounded to 6 decimals, with sin's exact gradient."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.round(torch.sin(x), decimals=6)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return grad_output * torch.cos(x) * (1 + 1e-6)  # an approximate gradient too
+
+
+def test_tolerances_the_caller_gives_hold_against_the_reference_too():
+    x = torch.tensor([0.3, 1.2, -2.0])
+    # by default, against a reference: float64's rounding, and the approximation is off
+    strict = check_function(RoundedSin, x, reference=torch.sin)
+    assert not strict.passed and "does not match the reference" in strict.message
+    # allclose at these tolerances holds, so the check must too, output and gradient alike
+    assert torch.allclose(RoundedSin.apply(x.double()), torch.sin(x.double()), 1e-2, 1e-3)
+    assert check_function(RoundedSin, x, reference=torch.sin, atol=1e-3, rtol=1e-2).passed
+    loose_atol_only = check_function(RoundedSin, x, reference=torch.sin, atol=1e-3)
+    assert loose_atol_only.passed, loose_atol_only.message
+    with pytest.raises(ValueError, match="atol"):
+        check_function(RoundedSin, x, reference=torch.sin, atol=2.0)

@@ -34,7 +34,7 @@ from autograd_helpers.checks._reference import Reference
 from autograd_helpers.checks._trial import Trial
 from autograd_helpers.checks._verdicts import compare_gradients
 
-__all__ = ["FD_AGREE", "REFERENCE_ATOL", "REFERENCE_RTOL", "gradient_values"]
+__all__ = ["FD_AGREE", "gradient_values"]
 
 
 def gradient_values(
@@ -103,7 +103,7 @@ def _settled_truths(
     if reference is None or expected is None:
         return [differences]
     masks = domain_masks(trial, reference.outputs)
-    tight = (REFERENCE_ATOL, REFERENCE_RTOL)
+    tight = (trial.options.reference_atol, trial.options.reference_rtol)
     return [
         settled(trial, expected, masks),
         settled(trial, differences, masks, expected, tight),
@@ -143,7 +143,7 @@ def _kinks(
     tolerances = [(trial.options.atol, trial.options.rtol)] * len(truths)
     pairs = list(zip(truths, tolerances, strict=True))
     if reference is not None:
-        pairs.append((reference, (REFERENCE_ATOL, REFERENCE_RTOL)))
+        pairs.append((reference, (trial.options.reference_atol, trial.options.reference_rtol)))
     suspects = []
     for k, got in enumerate(trial.grads):
         leaf = trial.wrt_leaves[k]
@@ -188,12 +188,12 @@ def _unread_verdict(trial: Trial, differences: Sequence[Tensor]) -> CheckResult 
 
 
 # Against a reference's float64 gradient a right answer is off by rounding alone: the
-# tolerances are tight (1e-12 absolute, 1e-7 relative: float64 keeps 16 digits), so a
+# tolerances are tight (Options' reference_atol and reference_rtol), so a
 # formula off by 0.1% or only where the gradient is tiny (1e-10 added, at x = 1e-5) fails.
 # Where the reference's own rounding is worse (torch.sinc's gradient is 0 at 1e-8, not
 # -x/3), an answer is taken as right where finite differences side with it: closer to
 # them than the reference, by more than their own error, and within FD_AGREE of them.
-REFERENCE_ATOL, REFERENCE_RTOL, FD_AGREE = 1e-12, 1e-7, 1e-9
+FD_AGREE = 1e-9
 
 
 def _first_mismatch(
@@ -213,10 +213,9 @@ def _tight_mismatch(
     differences: Sequence[Tensor],
     plain_call: Callable[..., Any],
 ) -> CheckResult | None:
-    """The gradients against the reference's, to :data:`REFERENCE_ATOL` (see there)."""
+    """The gradients against the reference's, to float64's rounding (see above)."""
     rtol = trial.options.rtol  # finite differences' own agreement
-    atol = min(trial.options.atol, REFERENCE_ATOL)
-    tight = min(rtol, REFERENCE_RTOL)
+    atol, tight = trial.options.reference_atol, trial.options.reference_rtol
     wider: Sequence[Tensor] | None = None  # finite differences with twice the step
     expected = []
     for k, (got, want, fd) in enumerate(zip(trial.grads, reference, differences, strict=True)):
@@ -252,8 +251,7 @@ def _tight_mismatch(
 def _tight_expected(trial: Trial, expected: Sequence[Tensor]) -> CheckResult | None:
     """The gradients against ``grad_reference``'s, to float64's rounding (no finite
     differences to side with an answer: the expected gradient is not the derivative)."""
-    atol = min(trial.options.atol, REFERENCE_ATOL)
-    rtol = min(trial.options.rtol, REFERENCE_RTOL)
+    atol, rtol = trial.options.reference_atol, trial.options.reference_rtol
     source = "the expected gradient"
     verdict = compare_gradients(trial, expected, source, derivative=False, atol=atol, rtol=rtol)
     return None if verdict is None else trial.fail(verdict.title, *verdict.details)

@@ -59,8 +59,6 @@ from autograd_helpers.checks._submission import (
 from autograd_helpers.checks._trial import Options, Trial, random_grad_outputs
 from autograd_helpers.checks._verdicts import (
     MISMATCH,
-    OUTPUT_ATOL,
-    OUTPUT_RTOL,
     Verdict,
     broadcast_notes,
     inspect_outputs,
@@ -117,7 +115,9 @@ def _with_precision(
     """An output off from the reference's, with the float32 sentence where that is why."""
     if verdict is None or expected is None or not verdict.title.endswith(MISMATCH):
         return verdict
-    note = output_precision_note(plain, trial, expected, OUTPUT_ATOL, OUTPUT_RTOL)
+    note = output_precision_note(
+        plain, trial, expected, trial.options.reference_atol, trial.options.reference_rtol
+    )
     return verdict if note is None else Verdict(verdict.title, (*verdict.details, note))
 
 

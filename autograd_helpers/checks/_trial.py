@@ -7,6 +7,7 @@ way: its outputs, the random ``grad_output``, the gradients, what it printed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,10 +33,24 @@ class Options:
     wrt: tuple[int, ...]
     reference: Callable[..., Any] | None = None
     grad_reference: Callable[..., Any] | None = None
-    atol: float = 1e-5
+    atol: float = 1e-5  # against finite differences
     rtol: float = 1e-3
     eps: float = 1e-6
+    # Against a reference: float64's rounding (it keeps 16 digits), unless the notebook
+    # gave atol or rtol, which then replace these too (a reference that is itself approximate).
+    reference_atol: float = 1e-12
+    reference_rtol: float = 1e-7
     probe: bool = False  # inputs the checker chose (beyond the notebook's examples)
+
+
+def with_tolerances(options: Options, atol: float | None, rtol: float | None) -> Options:
+    """``options`` with the notebook's ``atol`` and ``rtol`` (``None``: the defaults): a value
+    given holds against finite differences and the reference alike."""
+    if atol is not None:
+        options = dataclasses.replace(options, atol=float(atol), reference_atol=float(atol))
+    if rtol is not None:
+        options = dataclasses.replace(options, rtol=float(rtol), reference_rtol=float(rtol))
+    return options
 
 
 @dataclass

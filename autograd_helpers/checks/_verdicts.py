@@ -31,8 +31,6 @@ from autograd_helpers.checks._trial import Trial
 
 __all__ = [
     "MISMATCH",
-    "OUTPUT_ATOL",
-    "OUTPUT_RTOL",
     "Verdict",
     "broadcast_notes",
     "compare_gradients",
@@ -47,10 +45,6 @@ _MARKED = (
     "gradient (masks, indices), never the result."
 )
 
-
-# Outputs against the reference's, in float64: to float64's rounding, as the gradients are
-# (16 digits; a formula with e written as 2.71828 is off by 3e-7 and fails).
-OUTPUT_ATOL, OUTPUT_RTOL = 1e-12, 1e-7
 MISMATCH = "does not match the reference."
 
 
@@ -143,7 +137,8 @@ def inspect_outputs(
     for k, out in enumerate(tensors):
         which = "the output" if len(tensors) == 1 else f"output {k}"
         want = expected[k] if expected is not None else None
-        verdict = _output_verdict(out, want, which, float_dtype, _named_inputs(trial))
+        close = (trial.options.reference_atol, trial.options.reference_rtol)
+        verdict = _output_verdict(out, want, which, float_dtype, _named_inputs(trial), close)
         if verdict is not None:
             return verdict
     return _gradient_carriers(tensors, trial, expected)
@@ -160,8 +155,13 @@ def _output_verdict(
     which: str,
     float_dtype: torch.dtype,
     inputs: list[tuple[str, object]],
+    close: tuple[float, float],
 ) -> Verdict | None:
-    """One output's device, shape, dtype and values (an index or mask output included)."""
+    """One output's device, shape, dtype and values (an index or mask output included).
+
+    Values against the reference's to ``close`` (atol, rtol): float64's rounding unless the
+    notebook gave tolerances (a formula with e written as 2.71828 is off by 3e-7 and fails).
+    """
     if out.device.type != "cpu":
         return Verdict(f"{which} is on device `{out.device}`, but the inputs are on `cpu`.")
     if out.layout != torch.strided:
@@ -192,7 +192,7 @@ def _output_verdict(
         where = located(bad[1], out.shape, inputs)
         return Verdict(f"{which} contains {bad[0]}" + (f", first {where}." if where else "."))
     if want is not None:
-        mismatch = worst_mismatch(out, want, atol=OUTPUT_ATOL, rtol=OUTPUT_RTOL)
+        mismatch = worst_mismatch(out, want, atol=close[0], rtol=close[1])
         if mismatch is not None:
             name = "output" if which == "the output" else which
             return Verdict(

@@ -21,7 +21,7 @@ from autograd_helpers.checks._numeric import worst_mismatch
 from autograd_helpers.checks._probes import also_note, probe_note
 from autograd_helpers.checks._steps import run_check
 from autograd_helpers.checks._submission import forward_parameter_names
-from autograd_helpers.checks._trial import Options
+from autograd_helpers.checks._trial import Options, with_tolerances
 
 __all__ = ["check_function", "check_tensor"]
 
@@ -37,8 +37,8 @@ def check_function(
     reference: Callable[..., Any] | None = None,
     grad_reference: Callable[..., Any] | None = None,
     wrt: Sequence[int] | None = None,
-    atol: float = 1e-5,
-    rtol: float = 1e-3,
+    atol: float | None = None,
+    rtol: float | None = None,
     eps: float = 1e-6,
     name: str | None = None,
     allow_callable: bool = False,
@@ -104,7 +104,9 @@ def check_function(
         grad_reference: callable whose gradients are expected instead (skips finite
             differences).
         wrt: indices of the inputs to differentiate (default: every floating-point tensor).
-        atol, rtol: tolerances, as in :func:`torch.allclose`, each in (0, 1).
+        atol, rtol: tolerances, as in :func:`torch.allclose`, each in (0, 1). By default
+            1e-5 and 1e-3 against finite differences, and float64's rounding (1e-12, 1e-7)
+            against ``reference`` or ``grad_reference``; a value given holds for both.
         eps: finite-difference step, from 1e-10 to 1e-2 (the inputs are float64).
         name: how to call ``fn`` in the feedback (default: its ``__name__``).
         allow_callable: accept a plain function too (default ``False``: an exercise that
@@ -146,22 +148,22 @@ def check_function(
         raise TypeError(f"{me}(): name must be a str, got {type(name).__name__}")
     require_bool(me, "allow_callable", allow_callable)
     for option, value in {"atol": atol, "rtol": rtol}.items():
-        require_option(me, option, value, "a number in (0, 1)", lambda v: 0 < v < 1)
+        if value is not None:
+            require_option(me, option, value, "a number in (0, 1)", lambda v: 0 < v < 1)
     require_option(me, "eps", eps, "a number from 1e-10 to 1e-2", lambda v: 1e-10 <= v <= 1e-2)
     for option, given in {"reference": reference, "grad_reference": grad_reference}.items():
         if given is not None and not callable(given):
             raise TypeError(f"{me}(): {option} must be callable, got {type(given).__name__}")
     if name is None:
         name = "your answer" if fn is Ellipsis or fn is None else _name_of(fn)
-    options = Options(
+    asked = Options(
         label=name,
         wrt=checked_wrt(inputs, wrt),
         reference=reference,
         grad_reference=grad_reference,
-        atol=float(atol),
-        rtol=float(rtol),
         eps=float(eps),
     )
+    options = with_tolerances(asked, atol, rtol)
     if not isinstance(also, list | tuple) or not all(isinstance(more, tuple) for more in also):
         raise TypeError(f"{me}(): also must be a sequence of input tuples, got {also!r}")
     if probes == "edges" and len(inputs) != 1:
