@@ -14,7 +14,6 @@ open, in a traced call) and ``_profiler_slowest`` (the region named as the slowe
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +35,13 @@ from autograd_helpers.checks._feedback import (
 from autograd_helpers.checks._problems import label_of
 from autograd_helpers.checks._profiler_answers import read_name
 from autograd_helpers.checks._profiler_attempt import normalise_each, require_step_arguments
+from autograd_helpers.checks._profiler_course import (
+    found_at_start,
+    from_course_settings,
+    objects_problem,
+    optimizer_kept,
+    told_the_start,
+)
 from autograd_helpers.checks._profiler_dominant import WHY_NOT, Backward
 from autograd_helpers.checks._profiler_memory import Memory, measure
 from autograd_helpers.checks._profiler_python import FilesWritten
@@ -130,18 +136,23 @@ def check_regions(
         return problem
     assert callable(fn)
     specified = prepare or normalise_each
-    optimizer_state = copy.deepcopy(optimizer.state_dict())
-    threads = torch.get_num_threads()
+    threads, at_start = torch.get_num_threads(), found_at_start()
     try:  # the checker seeds its runs: the notebook's random stream must not notice
-        with preserved_state(model), torch.random.fork_rng(devices=[]):
+        with (
+            preserved_state(model),
+            optimizer_kept(optimizer),
+            torch.random.fork_rng(devices=[]),
+            from_course_settings(),
+        ):
             problem = step_problem(fn, label, model, optimizer, samples, specified)
             if problem is not None:
-                return problem
+                return told_the_start(problem, at_start)
+            if (left := objects_problem(model, optimizer)) is not None:
+                return failed(label, *left)
             # one thread, as in the notebooks: threads waiting for a busy core distort times
             torch.set_num_threads(1)
             profile = profile_steps(fn, model, optimizer, samples)
     finally:
-        optimizer.load_state_dict(optimizer_state)
         torch.set_num_threads(threads)
     if isinstance(profile, Outcome):
         return from_learner_error(label, "the step (profiled)", profile)
