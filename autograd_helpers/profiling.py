@@ -64,13 +64,17 @@ class ProfileReport:
 
     Attributes:
         rows: one dict per operator (and per ``record_function`` label), with the keys
-            :data:`PROFILE_COLUMNS`, sorted by self CPU time, largest first.
+            :data:`PROFILE_COLUMNS`, sorted by self CPU time, largest first; over several
+            runs, each row adds them up, as the profiler's own table does.
         profiler: the :class:`torch.profiler.profile` object, for everything else
-            (``profiler.key_averages().table(...)``, ``export_chrome_trace``).
+            (``profiler.key_averages().table(...)``, ``profiler.events()``,
+            ``export_chrome_trace``).
+        runs: how many times ``fn`` ran in the profile, each in regions of its own.
     """
 
     rows: list[dict[str, Any]]
     profiler: Any
+    runs: int = 1
 
     def _cells(self, limit: int = 12) -> list[list[str]]:
         return [
@@ -109,7 +113,9 @@ class ProfileReport:
         )
 
 
-def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> ProfileReport:
+def profile_ops(
+    fn: Callable[..., Any], *inputs: Any, backward: bool = True, runs: int = 1
+) -> ProfileReport:
     """Profile ``fn(*inputs)`` and (by default) the backward of its result, operator by operator.
 
     Floating-point tensor inputs become fresh leaves that require grad. ``fn`` runs once
@@ -123,6 +129,12 @@ def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> 
     The profiler's own C++ log lines are silenced at the source
     (:data:`~autograd_helpers.notebook.QUIET_NATIVE_LOGS`, set in the kernels the course
     starts).
+
+    With ``runs`` above 1, one profile holds ``runs`` runs one after the other, each in
+    regions of its own and each a first backward (the gradients of the run before are
+    dropped between runs, outside the regions): on a busy machine another program can only
+    add time, so a row's fastest run is the least disturbed, and one profile of several runs
+    costs one warm-up and one start of the profiler where several profiles cost one each.
 
     Profiling changes nothing, though ``fn`` runs twice (in train mode, batch norm would
     count two batches and dropout would draw twice). Afterwards:
@@ -157,6 +169,7 @@ def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> 
         *inputs: its inputs.
         backward: also run and profile ``output.backward(ones_like(output))``. Pass
             ``False`` for a function that runs backward itself (a training step).
+        runs: how many times to run (and profile) ``fn`` in the one profile, a positive int.
 
     Returns:
         A :class:`ProfileReport`: ``.rows``, ``.profiler``, ``.plot()``; an HTML table in
@@ -173,6 +186,7 @@ def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> 
     """
     require_callable("profile_ops", "fn", fn)
     require_bool("profile_ops", "backward", backward)
+    require_option("profile_ops", "runs", runs, "a positive int", lambda v: v >= 1, integer=True)
     guard = MemoryGuard()
     modules, optimizers = modules_reachable(fn, *inputs), optimizers_reachable(fn, *inputs)
     scalers = scalers_reachable(fn, *inputs)
@@ -182,7 +196,7 @@ def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> 
         kept_as_found(modules, optimizers),
     ):
         try:
-            profiler = _profile(fn, inputs, backward, guard)
+            profiler = _profile(fn, inputs, backward, runs, guard)
         finally:
             guard.restore()
     rows = [
@@ -196,13 +210,13 @@ def profile_ops(fn: Callable[..., Any], *inputs: Any, backward: bool = True) -> 
         for event in profiler.key_averages()
     ]
     rows.sort(key=lambda r: -r["self_cpu_us"])
-    return ProfileReport(rows, profiler)
+    return ProfileReport(rows, profiler, runs)
 
 
 def _profile(
-    fn: Callable[..., Any], inputs: tuple[Any, ...], backward: bool, guard: MemoryGuard
+    fn: Callable[..., Any], inputs: tuple[Any, ...], backward: bool, runs: int, guard: MemoryGuard
 ) -> Any:
-    """A warm-up run (its forward watched by ``guard``), then the profiled one."""
+    """A warm-up run (its forward watched by ``guard``), then the ``runs`` profiled ones."""
     from torch.profiler import record_function
 
     def forward(arguments: list[Any]) -> Any:
@@ -251,12 +265,18 @@ def _profile(
         for leaf in leaves_with_grad:
             leaf.grad = None
         leaves = fresh_leaves(inputs)
-        arguments = working_copies(leaves) if in_place else leaves  # made outside the profile
+        # made outside the profile: a copy for each run of a function that writes into them
+        arguments = [working_copies(leaves) if in_place else leaves for _ in range(runs)]
+        graph = [*leaves_with_grad, *(x for x in leaves if isinstance(x, Tensor))]
         with cpu_profile(record_shapes=True, profile_memory=True) as profiler:
-            output = forward(arguments)
-            if backward:
-                run_backward(output)
-            del output
+            for run, run_arguments in enumerate(arguments):
+                if run:  # each run a first backward, as the first one
+                    for leaf in graph:
+                        leaf.grad = None
+                output = forward(run_arguments)
+                if backward:
+                    run_backward(output)
+                del output
     finally:
         for leaf, grad in zip(leaves_with_grad, kept, strict=True):
             leaf.grad = grad

@@ -30,8 +30,9 @@ def normalise_each(samples):
     return torch.stack([(sample - sample.mean()) / sample.std() for sample in samples])
 
 
-def labelled(data=normalise_each, *, order=("data", "forward", "backward", "update")):
-    """A step whose four regions carry the names in ``order`` (a typo, a swap...)."""
+def labelled(data=normalise_each, *, order=("data", "forward", "backward", "update"), then=None):
+    """A step whose four regions carry the names in ``order`` (a typo, a swap...);
+    ``then(model)`` runs at the end of backward (a clip)."""
     data_name, forward_name, backward_name, update_name = order
 
     def step(model, optimizer, samples):
@@ -42,6 +43,8 @@ def labelled(data=normalise_each, *, order=("data", "forward", "backward", "upda
         with record_function(backward_name):
             optimizer.zero_grad()
             loss.backward()
+            if then is not None:
+                then(model)
         with record_function(update_name):
             optimizer.step()
 
@@ -1007,3 +1010,67 @@ def test_a_0_dim_hyperparameter_saved_beside_x_passes(dtype, inputs):
 def test_an_overload_the_profile_cannot_tell_is_read_as_the_row(bag_reports):
     result = check_dominant_op("aten::fill_.Tensor", bag_reports)
     assert result.passed and "not which overload ran" in result.message, result.message
+
+
+# --- issue 25, learner audit: the notebook's table cell runs the step before the check -------
+
+
+def _then(step, extra):
+    def changed(model, optimizer, samples):
+        step(model, optimizer, samples)
+        extra(model, optimizer)
+
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("extra", "phrase"),
+    [
+        (lambda m, o: torch.set_num_threads(3), "left torch on 3 threads"),
+        (lambda m, o: torch.set_grad_enabled(False), "grad mode off"),
+        (lambda m, o: torch.set_default_dtype(torch.float64), "default dtype at torch.float64"),
+        (lambda m, o: torch.set_flush_denormal(True), "flushing of denormal numbers on"),
+    ],
+    ids=["threads", "grad mode", "dtype", "flush-denormal"],
+)
+def test_a_setting_the_table_cell_left_is_judged_from_the_courses(setup, extra, phrase):
+    model, optimizer, samples = setup
+    step = _then(labelled(), extra)
+    threads = torch.get_num_threads()
+    try:
+        step(model, optimizer, samples)  # the table cell: the notebook now runs so
+        left = (torch.get_num_threads(), torch.is_grad_enabled(), torch.get_default_dtype())
+        result = check_regions(step, "data", model, optimizer, samples)
+        assert (torch.get_num_threads(), torch.is_grad_enabled(), torch.get_default_dtype()) == left
+    finally:
+        torch.set_num_threads(threads)
+        torch.set_grad_enabled(True)
+        torch.set_default_dtype(torch.float32)
+        torch.set_flush_denormal(False)
+    assert not result.passed and phrase in result.message, result.message
+    assert "the table cell ran your step" in result.message
+
+
+def test_the_notebooks_objects_as_the_table_cell_left_them(setup):
+    model, optimizer, samples = setup
+    model.eval()
+    result = check_regions(labelled(), "data", model, optimizer, samples)
+    assert not result.passed and "is in eval mode as the check starts" in result.message
+    model.train()
+    optimizer.param_groups[0]["momentum"] = 0.5  # built with 0.9
+    result = check_regions(labelled(), "data", model, optimizer, samples)
+    assert not result.passed and "momentum of param group 0: 0.5" in result.message
+    optimizer.param_groups[0]["momentum"] = 0.9
+    assert check_regions(labelled(), "data", model, optimizer, samples).passed
+
+
+def test_clipping_is_named():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    samples = torch.randn(64, 32)
+
+    clipped = labelled(then=lambda m: torch.nn.utils.clip_grad_norm_(m.parameters(), 0.05))
+
+    result = check_regions(clipped, "data", model, optimizer, samples)
+    assert not result.passed and "clip_grad_norm_" in result.message, result.message

@@ -13,13 +13,14 @@ from __future__ import annotations
 import pytest
 import torch
 from torch import nn
+from torch.profiler import record_function
 
 from autograd_helpers.checks import check_dominant_op, check_regions
-from autograd_helpers.checks._profiler_dominant import Backward
-from autograd_helpers.checks._profiler_events import Event
+from autograd_helpers.checks._profiler_dominant import Backward, backward_runs
 from autograd_helpers.checks._profiler_margin import DECISIVE, NEAR_TIE, fastest, rule
 from autograd_helpers.checks._profiler_regions import LABELS, StepProfile
 from autograd_helpers.checks._profiler_slowest import read_regions, slowest_verdict
+from autograd_helpers.checks._profiler_steps import Label
 from autograd_helpers.profiling import cpu_profile, profile_ops
 from tests.test_profile_exercises import labelled
 
@@ -55,14 +56,9 @@ def test_the_thresholds_leave_room_between_a_tie_and_a_decisive_lead():
 
 
 def _step_profile(per_step: list[dict[str, float]]) -> StepProfile:
-    """A profile whose labels took the given µs, step after step (made-up events)."""
-    events, clock = [], 0
-    for step in per_step:
-        for label in LABELS:
-            length = int(step[label] * 1000)
-            events.append(Event(label, clock, clock + length, 1, True))
-            clock += length + 1000
-    return StepProfile(events, model_ops=5, loss_ops=frozenset({"aten::mean"}))
+    """A profile whose labels took the given µs, step after step (made-up labels)."""
+    labels = [Label(label, step[label], None) for step in per_step for label in LABELS]
+    return StepProfile({}, labels, model_ops=5, loss_ops=frozenset({"aten::mean"}))
 
 
 def test_a_right_answer_read_from_the_learners_table_passes_though_the_checker_saw_another():
@@ -158,19 +154,64 @@ def test_read_from_must_be_a_profile(vectorised):
         check_regions(_labelled, "data", *vectorised, read_from={"data": 1.0})
 
 
-# --- the dominant operator: each operator's fastest of the learner's profiles -------------------
+# --- the dominant operator: each operator's fastest of the learner's runs -----------------------
 
 
-def test_the_dominant_operator_is_read_as_each_operators_fastest_profile():
+def test_the_dominant_operator_is_read_as_each_operators_fastest_run():
     torch.manual_seed(0)
     words = nn.EmbeddingBag(1000, 8, mode="mean")
     indices = torch.randint(0, 1000, (4, 3))
-    reports = [profile_ops(lambda i: words(i).square().mean(), indices) for _ in range(3)]
-    combined = Backward.read(reports)
+    report = profile_ops(lambda i: words(i).square().mean(), indices, runs=3)
+    runs = backward_runs(report)
+    assert len(runs) == 3
+    combined = Backward.read([report])
     for operator in ("aten::fill_", "aten::_embedding_bag_dense_backward"):
-        single = [Backward.read([report]).self_times[operator] for report in reports]
-        assert combined.self_times[operator] == min(single)
-    assert combined.profiles == 3
-    result = check_dominant_op("backward", reports)  # judged without a time: a label
+        assert combined.self_times[operator] == min(own[operator] for own, _ in runs)
+        assert combined.total_times[operator] == min(total[operator] for _, total in runs)
+    assert combined.runs == 3
+    one_more = profile_ops(lambda i: words(i).square().mean(), indices)
+    assert Backward.read([report, one_more]).runs == 4  # a list of reports: all their runs
+    result = check_dominant_op("backward", report)  # judged without a time: a label
     assert not result.passed and "a label" in result.message
-    assert check_dominant_op("backward", reports[0]).message == result.message
+    assert check_dominant_op("backward", [report, one_more]).message == result.message
+
+
+# --- the checker's timed steps: the regions alone -----------------------------------------------
+
+
+def test_the_timed_steps_record_the_regions_alone_and_time_them():
+    """The checker times its steps without recording their operators (thousands in a
+    per-sample loop: they made check_regions take a second and its kernel 100 MB more)."""
+    from autograd_helpers.checks._profiler_events import regions_named
+    from autograd_helpers.checks._profiler_steps import regions_only
+
+    samples = torch.randn(64, 8)
+    with regions_only() as records:
+        for _ in range(2):
+            with record_function("data"):
+                torch.stack([(s - s.mean()) / s.std() for s in samples])
+            with record_function("update"):
+                samples.sum()
+    names = [r.name() for r in records]
+    assert sorted(names) == ["data", "data", "update", "update"]  # no aten:: operator
+    spans = regions_named(records, LABELS)
+    assert [s.name for s in spans] == ["data", "update"] * 2
+    assert all(s.cpu_time_total > 0 for s in spans)
+    assert not torch._C._autograd._profiler_enabled()  # the profile has ended
+
+
+def test_a_step_that_raises_in_the_timed_steps_ends_their_profile(vectorised):
+    from autograd_helpers.checks._profiler_steps import STEPS, profile_steps
+
+    calls = []
+
+    def flaky(model, optimizer, samples):  # right, then raises in the last timed step
+        calls.append(1)
+        if len(calls) == 2 + STEPS:  # after the warm-up and the detailed call
+            raise RuntimeError("not this time")
+        _labelled(model, optimizer, samples)
+
+    outcome = profile_steps(flaky, *vectorised)
+    assert not isinstance(outcome, StepProfile) and "not this time" in str(outcome.error)
+    assert not torch._C._autograd._profiler_enabled()
+    assert isinstance(profile_steps(_labelled, *vectorised), StepProfile)

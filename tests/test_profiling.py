@@ -48,6 +48,34 @@ def test_profile_ops_has_labels_forward_and_backward_ops_and_memory():
     assert report.profiler.key_averages() is not None
 
 
+def test_several_runs_share_one_profile_each_in_regions_of_its_own_and_a_first_backward():
+    torch.manual_seed(0)
+    layer = nn.Linear(8, 2)
+    layer(torch.randn(4, 8)).sum().backward()
+    before = layer.weight.grad.clone()
+    report = profile_ops(lambda x: layer(x).square().sum(), torch.randn(4, 8), runs=3)
+    assert report.runs == 3
+    assert report.row("forward")["calls"] == report.row("backward")["calls"] == 3
+    assert report.row("aten::addmm")["calls"] == 3  # the rows add the runs up
+    regions = [e for e in report.profiler.events() if e.name in ("forward", "backward")]
+    assert [e.name for e in sorted(regions, key=lambda e: e.time_range.start)] == [
+        "forward",
+        "backward",
+    ] * 3
+    assert all(e.cpu_parent is None for e in regions)
+    # every run's backward is a first one: no gradient of the run before is added to
+    assert not any(e.name in ("aten::add_", "aten::add") for e in report.profiler.events())
+    assert torch.equal(layer.weight.grad, before)
+
+
+def test_several_runs_of_a_function_writing_into_its_input_each_get_a_copy():
+    x = torch.randn(4, 3)
+    before = x.clone()
+    report = profile_ops(lambda t: t.mul_(2).sum(), x, runs=2)
+    assert report.row("aten::mul_")["calls"] == 2
+    assert torch.equal(x, before) and x.grad is None
+
+
 def test_profiling_leaves_a_modules_gradients_as_they_were():
     torch.manual_seed(0)
     layer = nn.Linear(8, 2)
@@ -248,6 +276,8 @@ def test_swish_saves_half_of_the_composition_and_is_twice_differentiable():
     [
         (lambda: profile_ops("f", torch.ones(2)), TypeError, "fn must be callable"),
         (lambda: profile_ops(lambda t: t.detach(), torch.ones(2)), TypeError, "requires grad"),
+        (lambda: profile_ops(torch.sin, torch.ones(2), runs=0), ValueError, "runs"),
+        (lambda: profile_ops(torch.sin, torch.ones(2), runs=2.0), ValueError, "runs"),
         (lambda: compare({}, torch.ones(2)), ValueError, "candidates"),
         (lambda: compare({"a": 3}, torch.ones(2)), TypeError, "candidates\\['a'\\]"),
         (lambda: compare({"a": torch.sin}, torch.ones(2), rounds=0), ValueError, "rounds"),

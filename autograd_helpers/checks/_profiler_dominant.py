@@ -2,9 +2,10 @@
 
 :class:`Backward` reads the profiles once: each row's self and total CPU time under the
 ``backward`` region, summed over its calls, and the rows of the whole reports. Given several
-profiles of the same computation, each row's time is its fastest over them, as the notebook's
-table shows it: on a busy machine one profile can credit any row with milliseconds it spent
-waiting for a core, and another program can only add time (``_profiler_margin``). The answer
+runs of the same computation (a report of several runs, ``profile_ops(..., runs=5)``, or
+several reports), each row's time is its fastest over them, as the notebook's table shows
+it: on a busy machine one run can credit any row with milliseconds it spent waiting for a
+core, and another program can only add time (``_profiler_margin``). The answer
 passes when it names an operator within :data:`NEAR_TIE` of the largest self time. Else the
 checks of :data:`WHY_NOT`, one small function per kind of wrong answer, run in order, and
 the first that recognises the answer explains it.
@@ -21,7 +22,7 @@ from autograd_helpers.checks._profiler_events import descendants
 from autograd_helpers.checks._profiler_margin import NEAR_TIE, fastest
 from autograd_helpers.profiling import ProfileReport
 
-__all__ = ["NEAR_TIE", "WHY_NOT", "Backward"]
+__all__ = ["NEAR_TIE", "WHY_NOT", "Backward", "backward_runs"]
 
 _NODE_SUFFIXES = ("Backward0", "Backward1", "AccumulateGrad")
 
@@ -33,16 +34,16 @@ class Backward:
     self_times: dict[str, float]
     total_times: dict[str, float]
     rows: frozenset[str]  # every row of the reports, forward's included
-    profiles: int = 1  # how many profiles each time is the fastest of
+    runs: int = 1  # how many runs each time is the fastest of
 
     @classmethod
     def read(cls, reports: Sequence[ProfileReport]) -> Backward:
-        """Each row's fastest time over ``reports`` (profiles of one computation)."""
-        runs = [_backward_times(report) for report in reports]
+        """Each row's fastest time over the runs of ``reports`` (of one computation)."""
+        runs = [run for report in reports for run in backward_runs(report)]
         self_times = fastest(own for own, _ in runs)
         total_times = fastest(total for _, total in runs)
         rows = frozenset(str(row["name"]) for report in reports for row in report.rows)
-        return cls(self_times, total_times, rows, len(reports))
+        return cls(self_times, total_times, rows, len(runs))
 
     @property
     def operators(self) -> dict[str, float]:
@@ -65,16 +66,22 @@ class Backward:
         return name
 
 
-def _backward_times(report: ProfileReport) -> tuple[dict[str, float], dict[str, float]]:
-    """Self and total CPU time (µs) of each row under the report's ``backward`` region."""
-    self_times: dict[str, float] = defaultdict(float)
-    total_times: dict[str, float] = defaultdict(float)
-    for event in report.profiler.events():
-        if event.name == "backward" and event.cpu_parent is None:
-            for child in descendants(event):
-                self_times[str(child.name)] += float(child.self_cpu_time_total)
-                total_times[str(child.name)] += float(child.cpu_time_total)
-    return dict(self_times), dict(total_times)
+Times = dict[str, float]
+
+
+def backward_runs(report: ProfileReport) -> list[tuple[Times, Times]]:
+    """Self and total CPU time (µs) of each row under each of the report's ``backward``
+    regions: one pair per run, in the order they ran."""
+    runs = []
+    regions = [e for e in report.profiler.events() if e.name == "backward" and not e.cpu_parent]
+    for region in sorted(regions, key=lambda e: e.time_range.start):
+        self_times: Times = defaultdict(float)
+        total_times: Times = defaultdict(float)
+        for child in descendants(region):
+            self_times[str(child.name)] += float(child.self_cpu_time_total)
+            total_times[str(child.name)] += float(child.cpu_time_total)
+        runs.append((dict(self_times), dict(total_times)))
+    return runs
 
 
 WhyNot = Callable[[str, Backward], str | None]

@@ -1,36 +1,35 @@
-"""Reading a profile's event tree, and reading a learner's answer that names a row.
+"""Reading a profile's event tree: the chapter 06 checkers' view of a finished profile.
 
-Used by the chapter 06 checkers. A profiler event knows its parent (``cpu_parent``) and its
-children (``cpu_children``): a region's work is what lies under it, and an operator's region
-is the nearest labelled ancestor. :func:`light_events` builds that tree straight from the
-profiler's raw records, some thirty times faster than ``profiler.events()`` (which builds
-a Python object of many fields per event): a training step with a per-sample loop records
-thousands of events, and a checker answers in a fraction of a second.
-
-An answer that names a row (a region's label, an operator) is accepted in every spelling
-that means the same row: surrounding spaces, another capitalisation, the Python spelling of
-an operator (``torch.ops.aten.fill_``), or the row itself (a ``key_averages()`` event, one
-of ``profile_ops``' row dicts).
+A profiler event knows its parent (``cpu_parent``) and its children (``cpu_children``): a
+region's work is what lies under it, and an operator's region is the nearest labelled
+ancestor. :func:`flat_events` reads that tree straight from the profiler's raw records,
+some thirty times faster than ``profiler.events()`` (which builds a Python object of many
+fields per event), as columns of plain values that name each event's parent by index: a
+training step with a per-sample loop records thousands of events, and a checker answers in
+a fraction of a second without handing thousands of objects to the garbage collector.
+:func:`light_events` makes the same tree of objects, for code that walks it;
+:func:`regions_named` reads a few regions without the rest.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import torch
+from typing import Any, NamedTuple
 
 __all__ = [
     "Event",
+    "EventTable",
+    "Span",
     "ancestors",
     "descendants",
+    "flat_events",
     "is_operator",
     "light_events",
     "places",
-    "read_name",
+    "raw_events",
     "region_of",
+    "regions_named",
 ]
 
 
@@ -69,12 +68,132 @@ class Event:
         return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
 
 
-def light_events(profiler: Any) -> list[Event]:
-    """The CPU events of a finished ``torch.profiler.profile``, each knowing its parent.
+@dataclass(frozen=True)
+class EventTable:
+    """The events of :func:`flat_events` as columns, one entry per event, sorted by thread
+    and start (a parent before its children); times in ns. Plain lists of numbers and
+    names: a handful of objects for the garbage collector, however many events there are."""
+
+    names: list[str]
+    start_ns: list[int]
+    end_ns: list[int]
+    threads: list[int]
+    annotations: list[bool]  # a `record_function` region, not an operator
+    parents: list[int]  # the index of the event around it, -1 for none
+
+
+class Span(NamedTuple):
+    """A ``record_function`` region of :func:`regions_named` (times in ns)."""
+
+    name: str
+    thread: int
+    start_ns: int
+    end_ns: int
+
+    @property
+    def cpu_time_total(self) -> float:  # µs, as the profiler's tables show it
+        return (self.end_ns - self.start_ns) / 1000
+
+    def holds(self, other: Span) -> bool:
+        """Whether ``other`` ran inside this region (in the same thread)."""
+        return (
+            self.thread == other.thread
+            and self.start_ns <= other.start_ns
+            and other.end_ns <= self.end_ns
+        )
+
+
+def raw_events(profiler: Any) -> list[Any]:
+    """The raw records of a finished ``torch.profiler.profile``, fetched once for the readers
+    below (each fetch builds a Python object per record)."""
+    return list(profiler.profiler.kineto_results.events())
+
+
+def _cpu_events(
+    raw: list[Any], names: frozenset[str] | None = None, within: Sequence[Span] = ()
+) -> list[Any]:
+    """The raw CPU events a table shows (of ``names``, or inside the regions ``within``,
+    only, if given), in no order."""
+    if names is not None:  # a name first: one call per event where most are left out
+        raw = [e for e in raw if e.name() in names]
+    if within:
+        raw = [e for e in raw if _starts_inside(e, within)]
+    return [
+        e
+        for e in raw
+        if e.activity_type() in ("cpu_op", "user_annotation")
+        and not (e.is_async() or e.is_hidden_event() or e.name() in _UTILITY)
+        and e.start_thread_id() == e.end_thread_id()
+    ]
+
+
+def _starts_inside(event: Any, regions: Sequence[Span]) -> bool:
+    """Whether ``event`` started inside one of ``regions`` (and so runs inside it)."""
+    start = event.start_ns()
+    for region in regions:
+        if region.start_ns <= start <= region.end_ns and event.start_thread_id() == region.thread:
+            return True
+    return False
+
+
+def flat_events(raw: list[Any], within: Sequence[Span] = ()) -> EventTable:
+    """The CPU events of a finished profile's :func:`raw_events`, each knowing its parent.
 
     The same events and the same tree as ``profiler.events()``: hidden events, asynchronous
     ones, the profiler's own bookkeeping and an operator's redispatch to itself left out; an
-    event's parent is the innermost event of the same thread whose time contains it.
+    event's parent is the innermost event of the same thread whose time contains it. Given
+    regions ``within`` (:func:`regions_named`), only the events inside them, the regions
+    themselves included.
+
+    Example::
+
+        >>> from torch.profiler import ProfilerActivity, profile, record_function
+        >>> with profile(activities=[ProfilerActivity.CPU]) as prof:
+        ...     with record_function("region"):
+        ...         _ = torch.ones(3).sum()
+        >>> table = flat_events(raw_events(prof))
+        >>> region = table.names.index("region")
+        >>> [name for name, parent in zip(table.names, table.parents) if parent == region]
+        ['aten::ones', 'aten::sum']
+    """
+    rows = [  # plain tuples of numbers and names: the garbage collector stops watching them
+        (e.start_thread_id(), e.start_ns(), -e.end_ns(), e.name(), e.is_user_annotation())
+        for e in _cpu_events(raw, within=within)
+    ]
+    rows.sort(key=lambda row: row[:3])  # by thread, start and the longest first; ties as recorded
+    parents, children = [-1] * len(rows), [0] * len(rows)
+    stack: list[int] = []
+    for i, (thread, _, minus_end, _, _) in enumerate(rows):
+        while stack and (rows[stack[-1]][0] != thread or rows[stack[-1]][2] > minus_end):
+            stack.pop()
+        if stack:
+            parents[i] = stack[-1]
+            children[stack[-1]] += 1
+        stack.append(i)
+    # As profiler.events() does: an operator whose only child is itself again (a redispatch)
+    # is one row, which takes the inner one's children.
+    merged_into: dict[int, int] = {}
+    for i, row in enumerate(rows):
+        parent = merged_into.get(parents[i], parents[i])
+        parents[i] = parent
+        if parent >= 0 and rows[parent][3] == row[3] and children[parent] == 1:
+            merged_into[i] = parent
+            children[parent] = children[i]
+    kept = [i for i in range(len(rows)) if i not in merged_into]
+    index = {i: n for n, i in enumerate(kept)}
+    return EventTable(
+        [rows[i][3] for i in kept],
+        [rows[i][1] for i in kept],
+        [-rows[i][2] for i in kept],
+        [rows[i][0] for i in kept],
+        [rows[i][4] for i in kept],
+        [index.get(parents[i], -1) for i in kept],
+    )
+
+
+def light_events(profiler: Any) -> list[Event]:
+    """:func:`flat_events` as a tree of :class:`Event` objects (``cpu_parent``,
+    ``cpu_children``), as ``profiler.events()`` has it, some thirty times faster.
 
     Example::
 
@@ -86,34 +205,46 @@ def light_events(profiler: Any) -> list[Event]:
         >>> sorted(child.name for child in region.cpu_children)
         ['aten::ones', 'aten::sum']
     """
-    raw = profiler.profiler.kineto_results.events()
-    events = [
-        Event(e.name(), e.start_ns(), e.end_ns(), e.start_thread_id(), e.is_user_annotation())
-        for e in raw
-        if e.activity_type() in ("cpu_op", "user_annotation")
-        and not (e.is_async() or e.is_hidden_event() or e.name() in _UTILITY)
-        and e.start_thread_id() == e.end_thread_id()
-    ]
-    ordered = sorted(events, key=lambda e: (e.thread, e.start_ns, -e.end_ns))
-    stack: list[Event] = []
-    for event in ordered:
-        while stack and (stack[-1].thread != event.thread or stack[-1].end_ns < event.end_ns):
-            stack.pop()
-        if stack:
-            event.cpu_parent = stack[-1]
-            stack[-1].cpu_children.append(event)
-        stack.append(event)
-    # As profiler.events() does: an operator whose only child is itself again (a redispatch)
-    # is one row.
-    merged = set()
-    for event in ordered:
-        parent = event.cpu_parent
-        if parent is not None and parent.name == event.name and len(parent.cpu_children) == 1:
-            parent.cpu_children = event.cpu_children
-            for child in event.cpu_children:
-                child.cpu_parent = parent
-            merged.add(event)
-    return [e for e in ordered if e not in merged]
+    table = flat_events(raw_events(profiler))
+    columns = (table.names, table.start_ns, table.end_ns, table.threads, table.annotations)
+    events = [Event(*values) for values in zip(*columns, strict=True)]
+    for event, parent in zip(events, table.parents, strict=True):
+        if parent >= 0:
+            event.cpu_parent = events[parent]
+            events[parent].cpu_children.append(event)
+    return events
+
+
+def regions_named(raw: list[Any], names: Iterable[str]) -> list[Span]:
+    """The ``record_function`` regions called one of ``names`` in a profile's
+    :func:`raw_events`, in the order they started, read without the rest of the profile.
+
+    A region inside one of the same name is read as part of it (``profiler.events()`` shows
+    the two as one row when nothing else is inside).
+
+    Example::
+
+        >>> from torch.profiler import ProfilerActivity, profile, record_function
+        >>> with profile(activities=[ProfilerActivity.CPU]) as prof:
+        ...     for label in ("data", "forward", "data"):
+        ...         with record_function(label):
+        ...             _ = torch.ones(3).sum()
+        >>> [span.name for span in regions_named(raw_events(prof), ("data", "update"))]
+        ['data', 'data']
+    """
+    found = sorted(
+        (e.start_thread_id(), e.start_ns(), -e.end_ns(), e.name())
+        for e in _cpu_events(raw, names=frozenset(names))
+    )
+    spans: list[Span] = []
+    around: dict[tuple[int, str], Span] = {}  # the last region of each name, in each thread
+    for thread, start, minus_end, name in found:
+        span = Span(name, thread, start, -minus_end)
+        if (last := around.get((thread, name))) is not None and last.holds(span):
+            continue  # inside the region of the same name that it started in
+        spans.append(span)
+        around[thread, name] = span
+    return sorted(spans, key=lambda span: span.start_ns)
 
 
 def ancestors(event: Any) -> Iterator[Any]:
@@ -157,102 +288,3 @@ def places(regions: set[str | None]) -> str:
     inside = [f"'{r}'" for r in sorted(r for r in regions if r is not None)]
     where = [f"in {' and '.join(inside)}"] if inside else []
     return " and ".join(where + (["outside every region"] if None in regions else []))
-
-
-def read_name(answer: object) -> tuple[str, str] | None:
-    """The row name an answer gives, and how it was read (``""`` for a plain str).
-
-    A str (spaces and a trailing ``()`` dropped; ``torch.ops.aten.x`` read as ``aten::x``),
-    a profiler event (its ``key`` or ``name``), a ``profile_ops`` row (its ``"name"``), or an
-    operator object such as ``torch.ops.aten.fill_``. ``None`` for anything else.
-
-    Example::
-
-        >>> read_name("  torch.ops.aten.fill_() ")
-        ('aten::fill_', 'the Python spelling of the operator')
-        >>> read_name(torch.ops.aten.addmm.default)
-        ('aten::addmm', 'the Python spelling of the operator')
-        >>> read_name("aten::fill_.Scalar")[1].split(" (")[0]
-        "the operator's name without its overload `.Scalar`"
-        >>> read_name("Tensor.fill_")
-        ('aten::fill_', 'the Python spelling of the operator')
-        >>> read_name(torch.Tensor.fill_)
-        ('aten::fill_', 'the Python spelling of the operator')
-        >>> read_name("aten::fill_.bogus")  # no such overload: judged as it is written
-        ('aten::fill_.bogus', '')
-        >>> read_name({"name": "aten::mm", "calls": 6})
-        ('aten::mm', "the row's name")
-        >>> read_name(["aten::mm"]) is None
-        True
-    """
-    how = ""
-    if isinstance(answer, dict) and isinstance(answer.get("name"), str):
-        answer, how = answer["name"], "the row's name"
-    elif not isinstance(answer, str):
-        for attribute in ("key", "name"):
-            try:  # an object's __getattr__ may raise anything: then it names no row
-                value = getattr(answer, attribute, None)
-            except Exception:
-                value = None
-            if isinstance(value, str) and type(answer).__module__.startswith("torch"):
-                answer, how = value, f"the event's `.{attribute}`"
-                break
-        else:
-            if type(answer).__module__.startswith("torch._ops"):
-                answer = str(answer)  # torch.ops.aten.fill_ prints as "aten.fill_"
-            elif (method := _torch_method(answer)) is not None:
-                answer = method  # torch.Tensor.fill_, torch.fill_: the operator they call
-            else:
-                return None
-    assert isinstance(answer, str)
-    text = answer.strip().removesuffix("()").strip()
-    for prefix in _PYTHON_PREFIXES:
-        if text.startswith(prefix):
-            text, how = "aten::" + text.removeprefix(prefix), "the Python spelling of the operator"
-            break
-    overload = _OVERLOAD.match(text)
-    if overload is not None and _is_overload(overload["operator"], overload["overload"]):
-        # aten::addmm.default, addmm.out: one row, whatever the overload
-        text = overload["prefix"] + overload["operator"]
-        how = how or (
-            f"the operator's name without its overload `.{overload['overload']}` (the "
-            "profiler's rows name operators, not which overload ran: any of them is read "
-            "as the row)"
-        )
-    return text, how
-
-
-def _torch_method(answer: object) -> str | None:
-    """``"torch.Tensor.fill_"`` for the method ``torch.Tensor.fill_`` (or ``torch.fill_``)."""
-    try:  # an object's __getattr__ may raise anything: then it names no operator
-        name = getattr(answer, "__name__", None)
-        owner = getattr(answer, "__objclass__", None) or getattr(answer, "__self__", None)
-        module = getattr(answer, "__module__", None)
-    except Exception:
-        return None
-    if not isinstance(name, str) or not callable(answer):
-        return None
-    if isinstance(owner, type) and issubclass(owner, torch._C.TensorBase):
-        return f"torch.Tensor.{name}"
-    if module == "torch" and getattr(torch, name, None) is answer:
-        return f"torch.{name}"
-    return None
-
-
-def _is_overload(operator: str, overload: str) -> bool:
-    """Is ``overload`` one of ``aten::operator``'s overloads (``default`` for the plain one)?"""
-    try:
-        packet = getattr(torch.ops.aten, operator)
-        return overload in ("default", *packet.overloads())
-    except Exception:  # no such operator: the name is kept whole, and judged as a typo
-        return False
-
-
-# The Python spellings of an operator, longest first: ``torch.ops.aten.mm``, ``Tensor.mm``.
-_PYTHON_PREFIXES = ("torch.ops.aten.", "torch.Tensor.", "Tensor.", "torch.", "aten.")
-
-
-# An operator named with one of its overloads: ``aten::addmm.default``, ``fill_.Scalar``.
-_OVERLOAD = re.compile(
-    r"^(?P<prefix>(aten::)?)(?P<operator>[A-Za-z_]\w*)\.(?P<overload>[A-Za-z_]\w*)$"
-)

@@ -1,122 +1,34 @@
-"""``check_regions``, part 2: the four regions in a profile of the step.
+"""``check_regions``, part 2b: the four regions in the checker's profile of the step.
 
-:func:`profile_steps` profiles a few calls of the learner's step (on copies, after a
-warm-up call, traced by :class:`~._profiler_trace.RegionTrace`: the work on ``samples``,
-the loss by its value, the regions left open) into a :class:`StepProfile`; only the
-operators the step itself calls count (each call runs in a region of the checker's own).
-:data:`CHECKS`, one small function per property of the regions, judge it in order. The
-region named as the slowest is judged on the same profile (``_profiler_slowest``).
+:data:`CHECKS`, one small function per property of the regions, judge the
+:class:`~._profiler_steps.StepProfile` of :func:`~._profiler_steps.profile_steps` in order.
+The region named as the slowest is judged on the same profile (``_profiler_slowest``).
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
 
-import torch
-from torch import Tensor, nn
-from torch.profiler import record_function
-
-from autograd_helpers._common.runner import Outcome, run_learner_code
-from autograd_helpers.checks._profiler_events import (
-    Event,
-    ancestors,
-    descendants,
-    is_operator,
-    light_events,
-    places,
-    region_of,
+from autograd_helpers.checks._profiler_events import places
+from autograd_helpers.checks._profiler_steps import (
+    LABELS,
+    STEP,
+    STEPS,
+    Op,
+    StepProfile,
+    profile_steps,
 )
-from autograd_helpers.checks._profiler_trace import RegionTrace, Trace
 from autograd_helpers.checks._profiler_traced import TRACED
-from autograd_helpers.profiling import cpu_profile
 
 __all__ = ["CHECKS", "LABELS", "STEPS", "StepProfile", "profile_steps"]
 
-LABELS = ("data", "forward", "backward", "update")
-STEPS = 5  # profiled calls of the learner's step: a label must appear once per call
 # A model's forward is a handful of operators; a per-sample loop inside "forward" is thousands.
 FORWARD_OPS_FACTOR = 10
 OUTSIDE_SHARE = 0.2  # of the step's operators, outside every region: more is work unlabelled
 
 
-@dataclass(frozen=True)
-class StepProfile:
-    """The events of :data:`STEPS` profiled calls, and what the model alone runs."""
-
-    events: list[Event]
-    model_ops: int  # operators the model and its loss run, once
-    loss_ops: frozenset[str]  # the names of the loss's own operators
-    trace: Trace | None = None  # the warm-up call, traced (None: it could not be)
-
-    @cached_property
-    def labels(self) -> list[Event]:
-        return [e for e in self.events if e.name in LABELS]
-
-    def where(self, matches: Callable[[str], bool]) -> set[str | None]:
-        return {region_of(e, LABELS) for e in self.events if matches(str(e.name))}
-
-
-_MODEL, _LOSS = "checker: the model", "checker: its loss"  # regions of the checker's own
-_STEP = "checker: one call of the step"
-
-
-def _model_alone(model: nn.Module, samples: Tensor) -> None:
-    """The model and its loss once, in regions of the checker's own (in the same profile)."""
-    with torch.no_grad():
-        with record_function(_MODEL):
-            prediction = model(samples)
-        with record_function(_LOSS):
-            prediction.square().mean()
-
-
-def profile_steps(
-    fn: Callable[..., object],
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    samples: Tensor,
-) -> StepProfile | Outcome:
-    """Profile :data:`STEPS` calls of ``fn`` on copies; the failed call's outcome if one raises.
-
-    One profile holds the steps, then the model and its loss alone, in regions of the
-    checker's own: what the model runs is counted where the learner's step is measured.
-    """
-    mine, given = copy.deepcopy((model, optimizer))
-    copied = samples.detach().clone()
-    tracing = RegionTrace(copied, LABELS)
-
-    def traced(*args: object) -> object:
-        with tracing:
-            return fn(*args)
-
-    def step(*args: object) -> object:
-        with record_function(_STEP):
-            return fn(*args)
-
-    warm = run_learner_code(traced, mine, given, copied)
-    trace: Trace | None = tracing.trace
-    if warm.error is not None:  # code a dispatch mode disturbs? Warm up without it, then
-        trace, mine, given = None, *copy.deepcopy((model, optimizer))
-        warm = run_learner_code(fn, mine, given, copied)
-    if warm.error is not None:
-        return warm
-    with cpu_profile() as profiler:
-        for _ in range(STEPS):
-            outcome = run_learner_code(step, mine, given, copied)
-            if outcome.error is not None:
-                break
-        _model_alone(mine, samples.detach().clone())
-    if outcome.error is not None:
-        return outcome
-    events = light_events(profiler)
-    own = [e for e in events if e.name in (_MODEL, _LOSS)]
-    operators = [(r.name, c) for r in own for c in r.cpu_children if is_operator(c)]
-    loss_ops = frozenset(str(c.name) for region, c in operators if region == _LOSS)
-    steps = [e for e in events if e.name == _STEP]
-    called = {d for call in steps for d in descendants(call)}  # the runner's work is not
-    return StepProfile([e for e in events if e in called], len(operators), loss_ops, trace)
+def _is_operator(event: Op) -> bool:
+    return event.name.startswith("aten::")
 
 
 # --- the checks, in order -------------------------------------------------------------------
@@ -125,7 +37,7 @@ Check = Callable[[StepProfile], tuple[str, ...] | None]
 
 
 def _recorded(profile: StepProfile) -> tuple[str, ...] | None:
-    if any(is_operator(e) for e in profile.events):
+    if any(_is_operator(e) for e in profile.events):
         return None
     return (
         "the checker's profile recorded no operator at all: does the step open a profiler "
@@ -141,11 +53,11 @@ def _every_label(profile: StepProfile) -> tuple[str, ...] | None:
         return None
     others = sorted(
         {
-            str(e.name)
+            e.name
             for e in profile.events
-            if getattr(e, "is_user_annotation", False)
+            if e.is_user_annotation
             and e.name not in LABELS
-            and not str(e.name).startswith(("Optimizer.", "ProfilerStep"))
+            and not e.name.startswith(("Optimizer.", "ProfilerStep"))
         }
     )
     details = [f"The four labels are exactly {', '.join(map(repr, LABELS))}."]
@@ -167,11 +79,10 @@ def _once_per_step(profile: StepProfile) -> tuple[str, ...] | None:
 
 
 def _not_nested(profile: StepProfile) -> tuple[str, ...] | None:
-    for event in profile.labels:
-        outer = region_of(event, LABELS)
-        if outer is not None:
+    for label in profile.labels:
+        if label.outer is not None:
             return (
-                f"the region '{event.name}' is inside '{outer}'.",
+                f"the region '{label.name}' is inside '{label.outer}'.",
                 "Put the four regions one after the other: a region inside another counts its "
                 "time twice (in its own total and in the outer one's), so the slowest is no "
                 "longer clear.",
@@ -209,22 +120,21 @@ def _loss_in_forward(profile: StepProfile) -> tuple[str, ...] | None:
         e
         for e in profile.events
         if e.name in profile.loss_ops
-        and region_of(e, LABELS) not in ("data", "forward")
-        and (e.cpu_parent is None or e.cpu_parent.name in (*LABELS, _STEP))  # by the step
+        and e.region not in ("data", "forward")
+        and (e.caller is None or e.caller in (*LABELS, STEP))  # called by the step
     ]
     if not misplaced:
         return None
-    ops = ", ".join(f"`{op}`" for op in sorted({str(e.name) for e in misplaced}))
+    ops = ", ".join(f"`{op}`" for op in sorted({e.name for e in misplaced}))
     return (
-        f"the loss ({ops}) ran {places({region_of(e, LABELS) for e in misplaced})}, "
-        "not in 'forward'.",
+        f"the loss ({ops}) ran {places({e.region for e in misplaced})}, not in 'forward'.",
         "The loss belongs to forward: compute it in the same region as the model.",
     )
 
 
 def _data_holds_work(profile: StepProfile) -> tuple[str, ...] | None:
-    data = [e for e in profile.labels if e.name == "data"]
-    if any(is_operator(d) for e in data for d in descendants(e)):
+    # no region is inside another by now (_not_nested): inside 'data' is in its region
+    if any(_is_operator(e) and e.region == "data" for e in profile.events):
         return None
     return (
         "the region 'data' holds no operator.",
@@ -233,24 +143,20 @@ def _data_holds_work(profile: StepProfile) -> tuple[str, ...] | None:
 
 
 def _forward_is_the_model(profile: StepProfile) -> tuple[str, ...] | None:
-    forward_ops = sum(
-        1
-        for e in profile.labels
-        if e.name == "forward"
-        for d in e.cpu_children  # direct children: the model's own calls and the loss
-        if is_operator(d)
+    forward_ops = sum(  # operators directly inside: the model's own calls and the loss
+        n for e, n in profile.events.items() if _is_operator(e) and e.caller == "forward"
     )
-    if forward_ops <= FORWARD_OPS_FACTOR * max(profile.model_ops, 1) * STEPS:
+    if forward_ops <= FORWARD_OPS_FACTOR * max(profile.model_ops, 1):
         return None
     return (
-        f"'forward' runs {forward_ops // STEPS} operators per step; the model and its loss "
+        f"'forward' runs {forward_ops} operators per step; the model and its loss "
         f"need about {profile.model_ops}.",
         "The batch preparation is inside 'forward': give it its own 'data' region.",
     )
 
 
-def _called_by_the_step(event: Event) -> bool:
-    return event.cpu_parent is None or event.cpu_parent.name == _STEP
+def _called_by_the_step(event: Op) -> bool:
+    return event.caller is None or event.caller == STEP
 
 
 def _traced(name: str) -> Check:
@@ -263,21 +169,18 @@ def _traced(name: str) -> Check:
     return check
 
 
-def _under_zero_grad(event: Event) -> bool:
-    return any(str(a.name).startswith("Optimizer.zero_grad#") for a in ancestors(event))
-
-
 def _little_outside(profile: StepProfile) -> tuple[str, ...] | None:
     # Judged by counting operators, not by their times: on a busy machine one preempted
     # operator can take longer than a whole region, and a count does not vary.
     # `optimizer.zero_grad()` may stay outside (the exercise allows it).
-    operators = [e for e in profile.events if is_operator(e)]
-    outside = [e for e in operators if region_of(e, LABELS) is None and not _under_zero_grad(e)]
-    if len(outside) <= OUTSIDE_SHARE * len(operators):
+    operators = {e: n for e, n in profile.events.items() if _is_operator(e)}
+    outside = {e: n for e, n in operators.items() if e.region is None and not e.in_zero_grad}
+    counted, counted_outside = sum(operators.values()), sum(outside.values())
+    if counted_outside <= OUTSIDE_SHARE * counted:
         return None
-    names = sorted({str(e.name) for e in outside if _called_by_the_step(e)})[:4]
+    names = sorted({e.name for e in outside if _called_by_the_step(e)})[:4]
     return (
-        f"{len(outside) // STEPS} of the step's {len(operators) // STEPS} operators run "
+        f"{counted_outside} of the step's {counted} operators run "
         f"outside the four regions ({', '.join(names)}…).",
         "Every line of the step belongs to one of the regions: is part of the work done "
         "twice, once outside the regions?",

@@ -10,11 +10,13 @@ profiler's row itself).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from autograd_helpers.checks._feedback import CheckResult, failed, stub_verdict
-from autograd_helpers.checks._profiler_events import light_events, read_name
-from autograd_helpers.checks._profiler_margin import DECISIVE, Ruling, fastest, rule
+from autograd_helpers.checks._profiler_answers import read_name
+from autograd_helpers.checks._profiler_events import raw_events, regions_named
+from autograd_helpers.checks._profiler_margin import DECISIVE, NEAR_TIE, Ruling, fastest, rule
 from autograd_helpers.checks._profiler_regions import LABELS, STEPS, StepProfile
 
 __all__ = ["READ_THE_TABLE", "read_regions", "slowest_verdict"]
@@ -36,11 +38,10 @@ def read_regions(profile: Any) -> dict[str, float] | None:
     profile altogether) or is not a finished profile.
     """
     try:
-        events = light_events(profile)
+        labels = regions_named(raw_events(profile), LABELS)  # the labels alone, not the rest
     except Exception:  # not a finished torch.profiler.profile: there is no table to ask
         return None
-    runs = [{str(e.name): e.cpu_time_total} for e in events if e.name in LABELS]
-    read = fastest(runs)
+    read = fastest({label.name: label.cpu_time_total} for label in labels)
     return read if set(read) == set(LABELS) else None
 
 
@@ -48,15 +49,19 @@ def _ms(times: dict[str, float]) -> str:
     return ", ".join(f"'{r}' {t / 1000:.2f} ms" for r, t in times.items())
 
 
+Read = dict[str, float] | None
+
+
 def slowest_verdict(
-    label: str, slowest: object, profile: StepProfile, read: dict[str, float] | None = None
+    label: str, slowest: object, profile: StepProfile, read: Read | Callable[[], Read] = None
 ) -> CheckResult:
     """The verdict on the region named as the slowest (the regions are right).
 
     ``read``: the label's times in the table the learner read (:func:`read_regions`), which
-    decide where the checker's own are too close to call.
+    decide where the checker's own are too close to call; or a function that reads them,
+    called only then (reading a profile of every operator takes a tenth of a second).
     """
-    per_step = fastest({str(e.name): e.cpu_time_total} for e in profile.labels)
+    per_step = fastest({label.name: label.cpu_time_total} for label in profile.labels)
     per_step = {region: per_step[region] for region in LABELS}
     if (stub := stub_verdict(label, slowest, hint=READ_THE_TABLE)) is not None:
         return stub
@@ -68,6 +73,9 @@ def slowest_verdict(
             f"slowest must be one of the labels {', '.join(map(repr, LABELS))}, got {slowest!r}.",
         )
     assert name is not None and answer is not None
+    leads = per_step[name] >= NEAR_TIE * max(per_step.values())
+    if callable(read):
+        read = None if leads else read()
     ruling = rule(name, per_step, read)
     measured = f"Per step (the fastest of {STEPS}), the checker measured: {_ms(per_step)}."
     if not ruling.passed:

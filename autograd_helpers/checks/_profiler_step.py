@@ -9,7 +9,6 @@ problem gives the verdict.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
@@ -17,25 +16,16 @@ from torch import Tensor, nn
 
 from autograd_helpers.checks._feedback import CheckResult, failed, first_found, from_learner_error
 from autograd_helpers.checks._profiler_attempt import MARKER, Attempt, attempt, probe_size
+from autograd_helpers.checks._profiler_compare import RELATIVE_TOLERANCE, clipped, gap, scale_of
 
 __all__ = ["CHECKS", "Check", "step_problem"]
 
-RELATIVE_TOLERANCE = 1e-3  # float32 sums in another order differ by ~1e-6 of the norm
 SPECIFIED_LOSS = "`model(batch).square().mean()`"
 _STEPPED_EARLY = (
     "`optimizer.step()` ran before `loss.backward()`: it changed, in place, the weights the "
     "loss's graph saved. Keep the order of the original step: zero the gradients, "
     "`loss.backward()`, then `optimizer.step()`."
 )
-
-
-def _gap(got: list[Tensor], want: list[Tensor]) -> float:
-    """``|got - want| / |want|`` over all the tensors together."""
-    difference = math.sqrt(
-        sum(float((g - w).double().square().sum()) for g, w in zip(got, want, strict=True))
-    )
-    size = math.sqrt(sum(float(w.double().square().sum()) for w in want))
-    return difference / max(size, 1e-12)
 
 
 # --- the checks, in order -------------------------------------------------------------------
@@ -136,7 +126,7 @@ def _stepped_once(run: Attempt) -> tuple[str, ...] | None:
             "Call `optimizer.step()` on the `optimizer` argument, not on a notebook name or "
             "a new optimizer: the checker calls the step with copies of the model given.",
         )
-    if run.steps_given == 0 and _gap(run.update, run.want_update) <= RELATIVE_TOLERANCE:
+    if run.steps_given == 0 and gap(run.update, run.want_update) <= RELATIVE_TOLERANCE:
         return run.fail(
             "it updates the parameters by hand, never with `optimizer.step()`.",
             "Right by value for plain SGD, on this step; but the exercise labels the original "
@@ -156,16 +146,8 @@ def _stepped_once(run: Attempt) -> tuple[str, ...] | None:
     )
 
 
-def _scale(got: list[Tensor], want: list[Tensor]) -> float | None:
-    """``c`` if ``got`` is ``c`` times ``want`` (a loss scaled: summed, halved...), else None."""
-    dot = sum(float((g.double() * w.double()).sum()) for g, w in zip(got, want, strict=True))
-    norm = sum(float(w.double().square().sum()) for w in want)
-    c = dot / max(norm, 1e-30)
-    return c if abs(c) > 1e-6 and _gap(got, [c * w for w in want]) <= RELATIVE_TOLERANCE else None
-
-
 def _gradients(run: Attempt) -> tuple[str, ...] | None:
-    if _gap(run.grads, run.want_grads) <= RELATIVE_TOLERANCE:
+    if gap(run.grads, run.want_grads) <= RELATIVE_TOLERANCE:
         return None
     if all(not bool(g.any()) for g in run.grads) and run.closure:
         return run.fail(
@@ -190,20 +172,28 @@ def _gradients(run: Attempt) -> tuple[str, ...] | None:
             "Keep the order of the original step: zero the gradients, `loss.backward()`, then "
             "`optimizer.step()`.",
         )
-    if _gap(run.grads, [w + MARKER for w in run.want_grads]) <= RELATIVE_TOLERANCE:
+    if gap(run.grads, [w + MARKER for w in run.want_grads]) <= RELATIVE_TOLERANCE:
         return run.fail(
             "it does not zero the gradients: `loss.backward()` adds the new gradients to "
             "those of the previous step.",
             "Call `optimizer.zero_grad()` before `loss.backward()`, in the 'backward' region.",
         )
-    if _gap(run.grads, run.raw_grads) <= RELATIVE_TOLERANCE:
+    if gap(run.grads, run.raw_grads) <= RELATIVE_TOLERANCE:
         return run.fail(
             "its loss is computed from the raw `samples`, not from the prepared batch.",
             "Prepare the batch in 'data' (each sample to mean 0 and standard deviation 1: "
             "`batch = normalise_each(samples)`), then compute the loss from it: "
             "`model(batch).square().mean()`.",
         )
-    scale = _scale(run.grads, run.want_grads)
+    if (clip := clipped(run.grads, run.want_grads)) is not None:
+        return run.fail(
+            f"the gradients at `optimizer.step()` are clipped: {clip}.",
+            "Clipping changes the update (a smaller step, and another direction when "
+            "values are capped one by one): the step specifies the plain gradient of "
+            f"{SPECIFIED_LOSS}. Labels change nothing a step computes: drop the clipping, "
+            "keep the original step's lines, each inside its region.",
+        )
+    scale = scale_of(run.grads, run.want_grads)
     if scale is not None:
         times = f"{scale:.4g} times"
         summed = " (the sum over the batch, not the mean)" if round(scale) == run.batch else ""
@@ -220,7 +210,7 @@ def _gradients(run: Attempt) -> tuple[str, ...] | None:
 
 
 def _update(run: Attempt) -> tuple[str, ...] | None:
-    if _gap(run.update, run.want_update) <= RELATIVE_TOLERANCE:
+    if gap(run.update, run.want_update) <= RELATIVE_TOLERANCE:
         return None
     return run.fail(
         "the gradients are right, but the parameters moved differently from one step of the "

@@ -14,7 +14,6 @@ open, in a traced call) and ``_profiler_slowest`` (the region named as the slowe
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,9 +33,16 @@ from autograd_helpers.checks._feedback import (
     stub_verdict,
 )
 from autograd_helpers.checks._problems import label_of
+from autograd_helpers.checks._profiler_answers import read_name
 from autograd_helpers.checks._profiler_attempt import normalise_each, require_step_arguments
+from autograd_helpers.checks._profiler_course import (
+    found_at_start,
+    from_course_settings,
+    objects_problem,
+    optimizer_kept,
+    told_the_start,
+)
 from autograd_helpers.checks._profiler_dominant import WHY_NOT, Backward
-from autograd_helpers.checks._profiler_events import read_name
 from autograd_helpers.checks._profiler_memory import Memory, measure
 from autograd_helpers.checks._profiler_python import FilesWritten
 from autograd_helpers.checks._profiler_regions import CHECKS as REGION_CHECKS
@@ -130,25 +136,32 @@ def check_regions(
         return problem
     assert callable(fn)
     specified = prepare or normalise_each
-    optimizer_state = copy.deepcopy(optimizer.state_dict())
-    threads = torch.get_num_threads()
+    threads, at_start = torch.get_num_threads(), found_at_start()
     try:  # the checker seeds its runs: the notebook's random stream must not notice
-        with preserved_state(model), torch.random.fork_rng(devices=[]):
+        with (
+            preserved_state(model),
+            optimizer_kept(optimizer),
+            torch.random.fork_rng(devices=[]),
+            from_course_settings(),
+        ):
             problem = step_problem(fn, label, model, optimizer, samples, specified)
             if problem is not None:
-                return problem
+                return told_the_start(problem, at_start)
+            if (left := objects_problem(model, optimizer)) is not None:
+                return failed(label, *left)
             # one thread, as in the notebooks: threads waiting for a busy core distort times
             torch.set_num_threads(1)
             profile = profile_steps(fn, model, optimizer, samples)
     finally:
-        optimizer.load_state_dict(optimizer_state)
         torch.set_num_threads(threads)
     if isinstance(profile, Outcome):
         return from_learner_error(label, "the step (profiled)", profile)
     if (found := first_found(REGION_CHECKS, profile)) is not None:
         return failed(label, *found)
-    read = None if read_from is None else read_regions(read_from)
-    return slowest_verdict(label, slowest, profile, read)
+    table = read_from  # read only where the checker's own times are too close to call
+    return slowest_verdict(
+        label, slowest, profile, lambda: None if table is None else read_regions(table)
+    )
 
 
 def check_saved_bytes(
@@ -313,10 +326,11 @@ def check_dominant_op(
 
     The answer is judged against the very profiles the learner read: the operator (an
     ``aten::`` row) under the ``backward`` region with the largest self time, summed over its
-    calls; an operator within 20% of it is accepted too. Given several profiles of the same
-    computation (a list of reports), each operator's time is its fastest over them, as the
-    notebook's table shows it: on a busy machine one profile can credit any operator with
-    milliseconds it spent waiting for a core, and another program can only add time. Every
+    calls; an operator within 20% of it is accepted too. Given several runs of the same
+    computation (a report of several runs, ``profile_ops(..., runs=5)``, or a list of
+    reports), each operator's time is its fastest over them, as the notebook's table shows
+    it: on a busy machine one run can credit any operator with milliseconds it spent waiting
+    for a core, and another program can only add time. Every
     spelling of the name passes (the ``aten::`` prefix left out, spaces, another
     capitalisation, the Python spelling ``torch.ops.aten.fill_``, the row or event itself).
     A backward node's name, a label, an operator whose *total* is large but whose own work
@@ -327,15 +341,16 @@ def check_dominant_op(
         answer: the learner's answer, an operator name such as ``"aten::mm"``; ``...`` is
             a stub.
         report: the :func:`~autograd_helpers.profiling.profile_ops` report that was read
-            (made with ``backward=True``), or a list of such reports of one computation.
+            (made with ``backward=True``, of one run or several), or a list of such reports
+            of one computation.
         name: how to call the answer in the feedback.
 
     Example::
 
         >>> from autograd_helpers.profiling import profile_ops
         >>> layer = torch.nn.Linear(300, 300)
-        >>> reports = [profile_ops(layer, torch.randn(200, 300)) for _ in range(3)]
-        >>> check_dominant_op("aten::mm", reports).passed  # Linear's backward: two products
+        >>> report = profile_ops(layer, torch.randn(200, 300), runs=3)
+        >>> check_dominant_op("aten::mm", report).passed  # Linear's backward: two products
         True
     """
     reports = _reports(report)
@@ -355,7 +370,7 @@ def check_dominant_op(
     if profile.dominates(given):
         how = read[1] or ("" if given in (read[0], f"aten::{read[0]}") else "its spelling")
         note = (f"(Read as `{given}`, from {how}.)",) if how else ()
-        runs = f", the fastest of {len(reports)} profiles" if len(reports) > 1 else ""
+        runs = f", the fastest of {profile.runs} runs" if profile.runs > 1 else ""
         return CheckResult(
             "passed",
             f"{name} passed: `{given}` does the most work in backward (self CPU time{runs}).",

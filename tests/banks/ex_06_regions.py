@@ -240,7 +240,7 @@ BANK = bank(
         "side effect",
         "writes its own entry into the optimizer's state",
         answer(step(after='for p in model.parameters():\n    optimizer.state[p]["junk"] = 1')),
-        "added `junk` to the optimizer's state",
+        "`junk` in its state",
     ),
     wrong(
         "side effect",
@@ -271,6 +271,90 @@ BANK = bank(
         "makes the caller's samples require grad",
         answer(step(before="samples.requires_grad_()")),
         "now require grad",
+    ),
+    # --- issue 25, learner audit: the table cell runs the step on `net` and `sgd` before the
+    # check (the bank runs it too, as the learner does): what the step leaves is already in
+    # the notebook when the check starts, and is judged from the course's settings
+    wrong(
+        "side effect",
+        "flush-denormal on (the table cell ran it first)",
+        answer(step(before="torch.set_flush_denormal(True)")),
+        "denormal",
+    ),
+    wrong(
+        "side effect",
+        "flush-denormal on in 'update' (the table cell ran it first)",
+        answer(step(update="torch.set_flush_denormal(True)\noptimizer.step()")),
+        "Put it back with `torch.set_flush_denormal(False)`",
+    ),
+    wrong(
+        "side effect",
+        "default dtype float64 (the table cell ran it first)",
+        answer(step(before="torch.set_default_dtype(torch.float64)")),
+        "dtype",
+    ),
+    wrong(
+        "side effect",
+        "default dtype float64 after the update (the table cell ran it first)",
+        answer(step(after="torch.set_default_dtype(torch.float64)")),
+        "default dtype torch.float64, not the course's setting",
+    ),
+    wrong(
+        "side effect",
+        "two threads in 'data' (the table cell ran it first)",
+        answer(step(data="torch.set_num_threads(2)\nbatch = normalise_each(samples)")),
+        "the table cell ran your step",
+    ),
+    wrong(
+        "side effect",
+        "grad mode left off after the step (the table cell raised on its second call)",
+        answer(step(after="torch.set_grad_enabled(False)")),
+        "grad mode",
+    ),
+    wrong(
+        "side effect",
+        "momentum turned on, zeroing to zeros (the table cell ran it first)",
+        answer(
+            step(
+                before='optimizer.param_groups[0]["momentum"] = 0.9',
+                backward="optimizer.zero_grad(set_to_none=False)\nloss.backward()",
+            )
+        ),
+        "momentum",
+    ),
+    wrong(
+        "side effect",
+        "weight decay turned on (the table cell ran it first)",
+        answer(step(after='optimizer.param_groups[0]["weight_decay"] = 1e-4')),
+        "weight_decay of param group 0: 0.0001, where `optimizer.defaults`",
+    ),
+    wrong(
+        "side effect",
+        "the model left in eval mode by train(False) (the table cell ran it first)",
+        answer(step(after="model.train(False)")),
+        "the notebook's `net` is in eval mode",
+    ),
+    wrong(
+        "symptom fix",
+        "clips the gradients' norm in backward",
+        answer(
+            step(
+                backward="optimizer.zero_grad()\nloss.backward()\n"
+                "torch.nn.utils.clip_grad_norm_(model.parameters(), 0.1)"
+            )
+        ),
+        "clip_grad_norm_",
+    ),
+    wrong(
+        "symptom fix",
+        "caps each gradient value in backward",
+        answer(
+            step(
+                backward="optimizer.zero_grad()\nloss.backward()\n"
+                "torch.nn.utils.clip_grad_value_(model.parameters(), 0.01)"
+            )
+        ),
+        "each value capped at ±0.01",
     ),
     # --- bypassed mechanism
     wrong(

@@ -83,6 +83,7 @@ print(__course_fingerprint())
 # Runs in the kernel after Run All: torch's settings then, put back after every attempt, so
 # that an answer cell that changes them at the top level cannot spoil the answers after it.
 SETTINGS = r"""
+import copy as __course_copy
 import torch as __course_torch
 __course_settings = (
     __course_torch.is_grad_enabled(),
@@ -91,6 +92,22 @@ __course_settings = (
     __course_torch.get_num_threads(),
     __course_torch.get_rng_state(),
 )
+# The notebook's models, optimizers and tensors as Run All left them: a cell that runs
+# between an exercise's cells (06's table cell trains `net` with `sgd`) changes them.
+__course_objects = {
+    __name: (__value, __course_copy.deepcopy(__value.state_dict()), [
+        __m.training for __m in __value.modules()] if isinstance(__value, __course_torch.nn.Module)
+        else __course_copy.deepcopy(__value.defaults))
+    for __name, __value in list(globals().items())
+    if not __name.startswith("_")
+    and isinstance(__value, (__course_torch.nn.Module, __course_torch.optim.Optimizer))
+}
+__course_tensors = [
+    (__value, __value.detach().clone(), __value.requires_grad)
+    for __name, __value in list(globals().items())
+    if not __name.startswith("_") and isinstance(__value, __course_torch.Tensor)
+    and __value.is_leaf
+]
 def __course_put_back():
     grad, anomaly, dtype, threads, rng = __course_settings
     __course_torch.set_grad_enabled(grad)
@@ -98,6 +115,26 @@ def __course_put_back():
     __course_torch.set_default_dtype(dtype)
     __course_torch.set_num_threads(threads)
     __course_torch.set_rng_state(rng)
+    __course_torch.set_flush_denormal(False)
+    for value, data, requires_grad in __course_tensors:
+        try:  # an inference tensor, a shape changed: left as it is
+            with __course_torch.no_grad():
+                value.copy_(data)
+            value.requires_grad_(requires_grad)
+            value.grad = None
+        except Exception:
+            pass
+    for value, state, flags in __course_objects.values():
+        try:
+            value.load_state_dict(__course_copy.deepcopy(state))
+        except Exception:
+            pass
+        if isinstance(flags, dict):  # an optimizer's defaults
+            value.defaults.clear()
+            value.defaults.update(__course_copy.deepcopy(flags))
+            continue
+        for module, training in zip(value.modules(), flags):
+            module.training = training
 """
 
 # Runs in the kernel: the checker cell as a cell of its own, then its verdict, as JSON.
@@ -139,11 +176,14 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Exercise:
-    """Where an exercise lives in its notebook: its solution cells and its checker cell."""
+    """Where an exercise lives in its notebook: its solution cells and its checker cell,
+    and the notebook's code cells between them, which a learner runs on the way (06's table
+    cell, between ``labelled_step`` and ``slowest``; no other exercise has one)."""
 
     id: str
     solutions: tuple[int, ...]
     check: int
+    between: tuple[int, ...] = ()
 
 
 def exercises_in(nb: nbformat.NotebookNode) -> dict[str, Exercise]:
@@ -158,7 +198,18 @@ def exercises_in(nb: nbformat.NotebookNode) -> dict[str, Exercise]:
             solutions.setdefault(marker["id"], []).append(index)
         else:
             checks[marker["id"]] = index
-    return {key: Exercise(key, tuple(cells), checks[key]) for key, cells in solutions.items()}
+    return {
+        key: Exercise(key, tuple(cells), checks[key], _between(nb, cells, checks[key]))
+        for key, cells in solutions.items()
+    }
+
+
+def _between(nb: nbformat.NotebookNode, solutions: list[int], check: int) -> tuple[int, ...]:
+    return tuple(
+        index
+        for index in range(solutions[0], check)
+        if nb.cells[index].cell_type == "code" and index not in solutions
+    )
 
 
 class ChapterKernel:
@@ -231,8 +282,12 @@ class ChapterKernel:
                 f"{exercise} has {len(where.solutions)} solution cells; the answer "
                 f"{answer.label!r} gives {len(answer.cells)}"
             )
-        for source in answer.cells:
-            run = self.run(source)
+        answers = iter(answer.cells)
+        for index in sorted((*where.solutions, *where.between)):
+            if index in where.between:  # the learner runs it, and reads on if it raises
+                self.run(self.nb.cells[index].source)
+                continue
+            run = self.run(next(answers))
             if run.error:
                 return Attempt(
                     None, run.error, f"(in the answer cell, not the checker) {run.error}", []
@@ -250,10 +305,12 @@ class ChapterKernel:
         return Attempt(verdict["status"], verdict["message"], verdict["raised"], leaked)
 
     def restore(self, exercise: str) -> None:
-        """Run the exercise's student cells again, and put torch's settings back."""
-        for index in self.exercises[exercise].solutions:
-            self.run(self.nb.cells[index].source)
+        """Put torch's settings and the notebook's objects back, and run the exercise's
+        student cells (and those between them) again."""
         self.run("__course_put_back()")
+        where = self.exercises[exercise]
+        for index in sorted((*where.solutions, *where.between)):
+            self.run(self.nb.cells[index].source)
 
     def close(self) -> None:
         self.client.stop_channels()

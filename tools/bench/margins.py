@@ -8,7 +8,7 @@ answer a lead of at least :data:`~autograd_helpers.checks._profiler_margin.DECIS
 over the runner-up at load 8, measured as the checker measures: each row's fastest of several
 runs. This runs the notebook's own cells (its setup, then the exercises' code), starts
 ``busy`` processes that spin on the CPU, and measures the lead ``runs`` times; it also says
-how the one-profile view fares, which is why the checkers read the fastest of several.
+how the one-run view fares, which is why the checkers read the fastest of several.
 
 ``python -m tools.bench.margins [--runs 10] [--busy 8]`` runs it alone (a script, not a
 timed test: no test asserts on wall time); ``make bench`` runs it too.
@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 
-from autograd_helpers.checks._profiler_dominant import Backward
-from autograd_helpers.checks._profiler_events import light_events
+from autograd_helpers.checks._profiler_dominant import Backward, backward_runs
+from autograd_helpers.checks._profiler_events import raw_events, regions_named
 from autograd_helpers.checks._profiler_margin import fastest
 from autograd_helpers.checks._profiler_regions import LABELS, StepProfile, profile_steps
 from autograd_helpers.profiling import cpu_profile, profile_ops
@@ -40,7 +40,7 @@ from tools.course import NOTEBOOKS
 __all__ = ["busy", "exercise_namespace", "measure_margins"]
 
 CHAPTER = NOTEBOOKS / "06_profiler.ipynb"
-PROFILES = 5  # the notebook profiles the bag-of-words loss five times
+RUNS = 5  # the notebook profiles the bag-of-words loss five times, in one profile
 
 
 def _spin() -> None:  # pragma: no cover - runs in the busy processes
@@ -109,21 +109,24 @@ def _region_times(ns: dict[str, Any]) -> tuple[Times, Times, Times]:
     profile = profile_steps(ns["labelled_step"], ns["net"], ns["sgd"], ns["samples"])
     if not isinstance(profile, StepProfile):
         raise RuntimeError(f"the notebook's labelled_step raised: {profile.error}")
-    measured = fastest({str(e.name): e.cpu_time_total} for e in profile.labels)
+    measured = fastest({label.name: label.cpu_time_total} for label in profile.labels)
     with cpu_profile() as table:
         for _ in range(TABLE_STEPS):
             ns["labelled_step"](ns["net"], ns["sgd"], ns["samples"])
-    labels = sorted((e for e in light_events(table) if e.name in LABELS), key=lambda e: e.start_ns)
-    first = {str(e.name): e.cpu_time_total for e in labels[: len(LABELS)]}
-    return measured, fastest({str(e.name): e.cpu_time_total} for e in labels), first
+    labels = [
+        {label.name: label.cpu_time_total} for label in regions_named(raw_events(table), LABELS)
+    ]
+    first = {name: total for run in labels[: len(LABELS)] for name, total in run.items()}
+    return measured, fastest(labels), first
 
 
 def _operator_times(ns: dict[str, Any]) -> tuple[Times, Times, Times]:
-    """Backward's operators, each its fastest of the notebook's five profiles (what the
-    checker and the notebook's table read), and one profile alone."""
-    reports = [profile_ops(ns["bag_loss"], ns["indices"]) for _ in range(PROFILES)]
-    both = Backward.read(reports).operators
-    return both, both, Backward.read(reports[:1]).operators
+    """Backward's operators, each its fastest of the notebook's five runs (what the checker
+    and the notebook's table read), and one run alone."""
+    report = profile_ops(ns["bag_loss"], ns["indices"], runs=RUNS)
+    both = Backward.read([report]).operators
+    first, _ = backward_runs(report)[0]
+    return both, both, {op: t for op, t in first.items() if op.startswith("aten::")}
 
 
 def measure_margins(runs: int = 10, processes: int = 8) -> tuple[MarginRow, ...]:
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{row.exercise}: '{row.right}' leads the runner-up by {row.smallest}× at the "
             f"least, {row.median}× in the median of {row.runs} runs, as the checker reads it "
             f"(each row's fastest of several runs); in the notebook's table by "
-            f"{row.table_smallest}× at the least; one profile alone: under 3× in "
+            f"{row.table_smallest}× at the least; one run alone: under 3× in "
             f"{row.one_profile_below} of {row.runs}. {row.busy} busy processes, load {row.load}."
         )
     return 0
