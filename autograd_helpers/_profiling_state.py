@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from torch import nn
+from torch import Tensor, nn
 from torch.amp import GradScaler
 from torch.nn.parameter import is_lazy
 from torch.optim import Optimizer
@@ -207,3 +207,18 @@ def state_kept(
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def differentiable_outputs(output: object) -> list[Tensor]:
+    """The tensors that require grad in what ``fn`` returned: the tensor itself, or those a
+    tuple, list or dict holds, at any depth (an LSTM's ``(output, (h, c))``, a dict of fields)."""
+    from torch.utils._pytree import tree_leaves
+
+    return [t for t in tree_leaves(output) if isinstance(t, Tensor) and t.requires_grad]
+
+
+def described(output: object) -> str:
+    """What ``fn`` returned, in a few words for an error message."""
+    if isinstance(output, Tensor):
+        return "a tensor that does not require grad"
+    return f"a {type(output).__name__} with no tensor that requires grad"

@@ -32,7 +32,12 @@ from autograd_helpers._common.tables import barh, html_table, text_table
 from autograd_helpers._common.timing import TRUSTED_SPREAD as TRUSTED_SPREAD  # importable as before
 from autograd_helpers._common.timing import Comparison, Timing, compare
 from autograd_helpers._common.validate import require_bool, require_callable, require_option
-from autograd_helpers._profiling_state import scalers_reachable, state_kept
+from autograd_helpers._profiling_state import (
+    described,
+    differentiable_outputs,
+    scalers_reachable,
+    state_kept,
+)
 from autograd_helpers._randomness import random_states_kept
 from autograd_helpers.notebook import QUIET_NATIVE_LOGS
 
@@ -165,10 +170,12 @@ def profile_ops(
     run or the backward touches.
 
     Args:
-        fn: the computation; it returns a tensor (for backward, one that requires grad).
+        fn: the computation; it returns a tensor, or a tuple, list or dict of them (for
+            backward, at least one that requires grad).
         *inputs: its inputs.
-        backward: also run and profile ``output.backward(ones_like(output))``. Pass
-            ``False`` for a function that runs backward itself (a training step).
+        backward: also run and profile ``output.backward(ones_like(output))``, through every
+            output that requires grad. Pass ``False`` for a function that runs backward
+            itself (a training step).
         runs: how many times to run (and profile) ``fn`` in the one profile, a positive int.
 
     Returns:
@@ -222,17 +229,19 @@ def _profile(
     def forward(arguments: list[Any]) -> Any:
         with record_function("forward"):
             output = fn(*arguments)
-        if backward and not (isinstance(output, Tensor) and output.requires_grad):
+        if backward and not differentiable_outputs(output):
             raise TypeError(
-                "profile_ops(): fn must return a tensor that requires grad for backward=True "
-                "(pass backward=False for a function that runs backward itself)"
+                "profile_ops(): fn must return a tensor that requires grad (or a tuple, list "
+                f"or dict holding one) for backward=True, got {described(output)} (pass "
+                "backward=False for a function that runs backward itself)"
             )
         return output
 
-    def run_backward(output: Tensor) -> None:
+    def run_backward(output: Any) -> None:
+        outputs = differentiable_outputs(output)
         with record_function("backward"):
             try:
-                output.backward(torch.ones_like(output))
+                torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
             except RuntimeError as error:
                 if "backward through the graph a second time" not in str(error):
                     raise
@@ -254,7 +263,8 @@ def _profile(
     # The graph's leaves (a module's parameters, say) keep their .grad: set aside now, put
     # back at the end, so the learner's tensors are unchanged and the profiled backward is a
     # first one (no `add_` into an old gradient, no old gradient freed during the profile).
-    leaves_with_grad = graph_leaves(warm) if backward else []
+    found = [graph_leaves(o) for o in differentiable_outputs(warm)] if backward else []
+    leaves_with_grad = list({id(v): v for leaves in found for v in leaves}.values())
     kept = [leaf.grad for leaf in leaves_with_grad]
     try:
         for leaf in leaves_with_grad:

@@ -453,3 +453,35 @@ def test_attributes_forward_sets_on_a_submodule_or_a_parameter_are_removed():
     profile_ops(lambda x: model(x).sum(), torch.randn(3, 4))
     assert not hasattr(model[0], "cpu_state")
     assert not hasattr(model[0].net[0].bias, "org")
+
+
+class _Field(nn.Module):
+    """A model returning a dict of outputs (a radiance field's rgb and density)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 4)
+
+    def forward(self, x):
+        h = self.linear(x)
+        return {"rgb": torch.sigmoid(h[:, :3]), "density": nn.functional.softplus(h[:, 3:])}
+
+
+@pytest.mark.parametrize(
+    "model, x",
+    [
+        (_Field(), torch.randn(4, 3)),  # a dict
+        (nn.LSTM(3, 4, batch_first=True), torch.randn(1, 5, 3)),  # (output, (h, c))
+    ],
+    ids=["dict", "nested tuple"],
+)
+def test_a_model_returning_several_outputs_is_profiled_through_all_of_them(model, x):
+    report = profile_ops(model, x)
+    names = {row["name"] for row in report.rows}
+    assert "backward" in names and any("Backward" in name for name in names)
+    assert all(p.grad is None for p in model.parameters())  # the caller's .grad untouched
+
+
+def test_an_output_with_nothing_to_differentiate_is_said_as_what_it_is():
+    with pytest.raises(TypeError, match="got a tuple with no tensor that requires grad"):
+        profile_ops(lambda x: (x.detach(), 1), torch.ones(3, requires_grad=True))
