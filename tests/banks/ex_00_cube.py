@@ -411,6 +411,21 @@ BANK = bank(
     ),
     wrong(
         "wrong type or shape",
+        "the derivative alone rounded to float32: linear in grad_output (audit, round B)",
+        answer("return grad_output * (3 * x**2).float()"),
+        "computes in float32",
+    ),
+    wrong(
+        "wrong type or shape",
+        "the derivative from Python floats: torch.tensor makes float32 by default",
+        answer(
+            "d = torch.tensor([3 * v * v for v in x.reshape(-1).tolist()])\n"
+            "return grad_output * d.reshape(x.shape)"
+        ),
+        "a tensor made without `dtype=`",
+    ),
+    wrong(
+        "wrong type or shape",
         "grad_output rounded to float32: float32 leads (issue 25 audit, item 11)",
         answer("return grad_output.float() * 3 * x**2"),
         "your code computes in float32",

@@ -241,6 +241,12 @@ BANK = bank(
         "yours -0.3742749, the reference's gradient -0.3742745",
     ),
     wrong(
+        "wrong type or shape",
+        "1 - y² alone rounded to float32: linear in grad_output (audit, round B)",
+        tanh(SAVE_Y, "(y,) = ctx.saved_tensors\nreturn grad_output * (1 - y * y).float()"),
+        "computes in float32",
+    ),
+    wrong(
         "symptom fix",
         "1 - y² computed in float32: off by 5e-8 (issue 25)",
         tanh(
