@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from autograd_helpers.modes import MODE_COLUMNS
@@ -82,7 +83,9 @@ def answers_of(predicted: object) -> list[object] | None:
 def _plain(answer: object) -> object:
     """A NumPy scalar, or a tensor or array of one element, as its Python value."""
     if isinstance(answer, Tensor) and answer.numel() == 1:
-        return answer.item()
+        # a meta tensor has no value to read, a sparse one none item() reads
+        has_value = not answer.is_meta and answer.layout == torch.strided
+        return answer.item() if has_value else answer
     if isinstance(answer, np.ndarray) and answer.size == 1:
         return answer.item()
     if isinstance(answer, np.generic):
@@ -147,6 +150,8 @@ def read(answer: object, truth: object) -> Reading:
             meant = truth if word in (truth.lower(), "works" if works else "fails") else value
     right = meant is not None and type(meant) is type(truth) and meant == truth
     shown = repr(answer)
+    if isinstance(answer, Tensor) and answer.is_meta:
+        shown = "a tensor on the meta device (it has a shape but no value)"
     if meant is not None and (type(meant) is not type(answer) or meant != answer):
         shown += f" (read as {meant!r})"
     return Reading(right, shown)

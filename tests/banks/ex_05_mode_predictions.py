@@ -18,6 +18,12 @@ BANK = bank(
     "05-mode-predictions",
     # --- wrong formula: the confusions the chapter is about -------------------------------
     wrong(
+        "wrong type or shape",
+        "a tensor on the meta device, which has no value (a checker crash once)",
+        predicted("[True, True, True, False, torch.tensor(False, device='meta')]"),
+        "you said a tensor on the meta device (it has a shape but no value)",
+    ),
+    wrong(
         "wrong formula",
         "eval() stops recording",
         predicted("[False, True, True, False, False]"),
