@@ -389,7 +389,7 @@ def test_a_setting_left_changed_in_the_notebook_fails_right_shapes(setting, phra
     [
         (..., "not implemented yet"),
         ({"a": 1}, "got a dict"),
-        ([(3, 4)], "1 predictions for 4 problems"),
+        ([(3, 4)], "1 prediction for 4 problems"),
         ((3, 4), "that is one shape"),
         ({(3, 4)}, "no order"),
         (3.5, "expected a list of shapes, got float"),

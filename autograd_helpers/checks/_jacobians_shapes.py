@@ -170,7 +170,12 @@ def _form(predicted: object, count: int) -> tuple[list[object] | None, str]:
             "reads it (an earlier run of this cell?). Make it a list: `predicted = [...]`."
         )
     if len(answers) != count:
-        return None, f"{len(answers)} predictions for {count} problems: one per problem."
+        noun = "prediction" if len(answers) == 1 else "predictions"
+        said = f"{len(answers)} {noun} for {count} problems: one per problem."
+        wrapped = len(answers) == 1 and isinstance(answers[0], list) and len(answers[0]) == count
+        if wrapped and isinstance(predicted, tuple):
+            said += " `predicted` is a tuple holding your list: a comma after the closing `]`?"
+        return None, said
     return answers, ""
 
 

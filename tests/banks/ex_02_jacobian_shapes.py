@@ -157,6 +157,12 @@ BANK = bank(
         predict("[(3, 4), (5, True), (3, 2, 2, 3), (4, 4, 2), ((2, 3), (2, 3, 2)), (2, 1, 2, 3)]"),
         "which is not a shape",
     ),
+    wrong(
+        "wrong type or shape",
+        "a trailing comma: a tuple holding the list (fresh audit, round B)",
+        predict("[(3, 4), (5, 3), (3, 2, 2, 3), (4, 4, 2), ((2, 3), (2, 3, 2)), (2, 1, 2, 3)],"),
+        "1 prediction for 6 problems: one per problem. `predicted` is a tuple holding your list",
+    ),
     # --- symptom fix: answering only what the checker did not complain about
     wrong(
         "symptom fix",
