@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any
 
 from autograd_helpers._common.runner import is_learner_file
+from autograd_helpers.checks._watch import put_back_profile
 
 __all__ = ["NanPatching", "nan_patching"]
 
@@ -75,7 +76,4 @@ def nan_patching() -> Iterator[NanPatching]:
     try:
         yield seen
     finally:
-        try:
-            sys.setprofile(previous)
-        except TypeError:  # a C profiler (cProfile) was on: it cannot be put back from Python
-            sys.setprofile(None)
+        put_back_profile(previous)

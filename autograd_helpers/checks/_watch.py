@@ -47,7 +47,7 @@ from torch.utils._pytree import tree_leaves
 from autograd_helpers._common.runner import Outcome, run_learner_code
 from autograd_helpers.checks._watch_vmap import first_tensor, logical_points, plain, vmap_batch
 
-__all__ = ["Allocations", "Usage", "run_watched", "watching"]
+__all__ = ["Allocations", "Usage", "put_back_profile", "run_watched", "watching"]
 
 _STEP = 0.05  # a move of x this small (relative to x's size) is a finite-difference step
 _HOOKS = (torch.Tensor.register_hook, torch.Tensor.register_post_accumulate_grad_hook)
@@ -274,10 +274,7 @@ def watching(
         with sizes:
             yield usage
     finally:
-        try:
-            sys.setprofile(previous)
-        except TypeError:  # a C profiler (cProfile) was on: it cannot be put back from Python
-            sys.setprofile(None)
+        put_back_profile(previous)
         if isinstance(sizes, Allocations):
             usage.largest, usage.largest_shape = sizes.largest, sizes.largest_shape
             usage.computed = sizes.computed
@@ -288,3 +285,11 @@ def run_watched(fn: Callable[..., Any], *args: Any) -> tuple[Outcome, Usage]:
     with watching(keep_outputs=True) as usage:
         outcome = run_learner_code(fn, *args)
     return outcome, usage
+
+
+def put_back_profile(previous: Any) -> None:
+    """Reinstate the profile function a watch replaced (``sys.getprofile()`` before it)."""
+    try:
+        sys.setprofile(previous)
+    except TypeError:  # a C profiler (cProfile) was on: it cannot be put back from Python
+        sys.setprofile(None)
