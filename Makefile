@@ -11,8 +11,9 @@ TEST_STAMP := $(VENV)/.installed-test
 # Extra pip arguments. On Linux, PyPI's torch is the multi-GB CUDA build; the CPU build is
 # PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu".
 PIP_ARGS ?=
-# pytest: both cores; a notebook's cells stay on one worker (--dist loadscope).
-PYTEST_ARGS ?= -n 2 --dist loadscope
+# pytest: both cores; a file's tests (a notebook's cells, a chapter's answer bank with its one
+# kernel) stay on one worker. Not loadscope: it splits a module at a "::" inside a test id.
+PYTEST_ARGS ?= -n 2 --dist loadfile
 
 # Kernels, the lab server and the tests get their quiet environment from tools/kernels.py.
 

@@ -23,6 +23,16 @@ for key, value in QUIET_ENV.items():
     os.environ.setdefault(key, value)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # `make test` runs two workers on two cores: one compute thread each, as the notebooks
+    # run (setup_notebook). With torch's default of a thread per core the threads contend,
+    # and chapter 06's checker tests ran three times slower. Processes a test starts inherit it.
+    import torch
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
 @contextmanager
 def offline_kernel_environment() -> Iterator[None]:
     """``os.environ`` as a kernel started now should get it: the network guard on."""

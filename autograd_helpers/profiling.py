@@ -220,42 +220,48 @@ def profile_ops(
     return ProfileReport(rows, profiler, runs)
 
 
+def _labelled_forward(fn: Callable[..., Any], arguments: list[Any], backward: bool) -> Any:
+    """``fn(*arguments)`` in a "forward" region; for ``backward``, its output must need grad."""
+    from torch.profiler import record_function
+
+    with record_function("forward"):
+        output = fn(*arguments)
+    if backward and not differentiable_outputs(output):
+        raise TypeError(
+            "profile_ops(): fn must return a tensor that requires grad (or a tuple, list "
+            f"or dict holding one) for backward=True, got {described(output)} (pass "
+            "backward=False for a function that runs backward itself)"
+        )
+    return output
+
+
+def _labelled_backward(output: Any) -> None:
+    """Backward from every differentiable output with ones, in a "backward" region."""
+    from torch.profiler import record_function
+
+    outputs = differentiable_outputs(output)
+    with record_function("backward"):
+        try:
+            torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
+        except RuntimeError as error:
+            if "backward through the graph a second time" not in str(error):
+                raise
+            raise RuntimeError(
+                "profile_ops(): fn already ran backward through the graph of the tensor "
+                "it returned (a training step calling loss.backward()); pass "
+                "backward=False to profile it as it is, or return the loss without "
+                "calling backward"
+            ) from None
+
+
 def _profile(
     fn: Callable[..., Any], inputs: tuple[Any, ...], backward: bool, runs: int, guard: MemoryGuard
 ) -> Any:
     """A warm-up run (its forward watched by ``guard``), then the ``runs`` profiled ones."""
-    from torch.profiler import record_function
-
-    def forward(arguments: list[Any]) -> Any:
-        with record_function("forward"):
-            output = fn(*arguments)
-        if backward and not differentiable_outputs(output):
-            raise TypeError(
-                "profile_ops(): fn must return a tensor that requires grad (or a tuple, list "
-                f"or dict holding one) for backward=True, got {described(output)} (pass "
-                "backward=False for a function that runs backward itself)"
-            )
-        return output
-
-    def run_backward(output: Any) -> None:
-        outputs = differentiable_outputs(output)
-        with record_function("backward"):
-            try:
-                torch.autograd.backward(outputs, [torch.ones_like(o) for o in outputs])
-            except RuntimeError as error:
-                if "backward through the graph a second time" not in str(error):
-                    raise
-                raise RuntimeError(
-                    "profile_ops(): fn already ran backward through the graph of the tensor "
-                    "it returned (a training step calling loss.backward()); pass "
-                    "backward=False to profile it as it is, or return the loss without "
-                    "calling backward"
-                ) from None
-
     copies = working_copies(fresh_leaves(inputs))  # a leaf that requires grad cannot be written
     versions = [x._version if isinstance(x, Tensor) else 0 for x in copies]
     with guard:  # the warm-up touches what the profiled run will: kept before its first use
-        warm = forward(copies)  # one-time costs stay out of the table
+        warm = _labelled_forward(fn, copies, backward)  # one-time costs stay out of the table
     in_place = any(
         isinstance(x, Tensor) and x._version != version
         for x, version in zip(copies, versions, strict=True)
@@ -270,7 +276,7 @@ def _profile(
         for leaf in leaves_with_grad:
             leaf.grad = None
         if backward:
-            run_backward(warm)
+            _labelled_backward(warm)
         del warm
         for leaf in leaves_with_grad:
             leaf.grad = None
@@ -283,9 +289,9 @@ def _profile(
                 if run:  # each run a first backward, as the first one
                     for leaf in graph:
                         leaf.grad = None
-                output = forward(run_arguments)
+                output = _labelled_forward(fn, run_arguments, backward)
                 if backward:
-                    run_backward(output)
+                    _labelled_backward(output)
                 del output
     finally:
         for leaf, grad in zip(leaves_with_grad, kept, strict=True):

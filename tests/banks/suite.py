@@ -1,6 +1,6 @@
 """The tests every chapter's answer banks get: ``globals().update(chapter_suite("01"))``.
 
-One kernel per chapter (a module-scoped fixture; ``--dist loadscope`` keeps a module on one
+One kernel per chapter (a module-scoped fixture; ``--dist loadfile`` keeps a file on one
 worker): the student notebook runs once, as a learner first opens it (every cell but those
 tagged ``raises-exception`` must run without an error, and every untouched stub's checker
 must say "not implemented yet"), then every answer of every exercise of the chapter is

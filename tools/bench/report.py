@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from tools.bench.results import TRUSTED_SPREAD, FunctionRow, Results
+from collections.abc import Sequence
+
+from tools.bench.results import (
+    TRUSTED_SPREAD,
+    FunctionRow,
+    MarginRow,
+    NotebookFigures,
+    Results,
+    Workshop,
+)
 from tools.bench.targets import TARGETS
 
 __all__ = ["to_markdown"]
@@ -99,21 +108,7 @@ def to_markdown(results: Results) -> str:
         *_table("Headline figures", ("figure", "value", "target"), _headline(results)),
     ]
     if results.notebooks is not None:
-        figures = results.notebooks
-        rows = [
-            _row(
-                r.name,
-                f"{r.wall_s} s",
-                f"{r.wall_limit_s:g} s",
-                f"{r.peak_rss_mb} MB",
-                _slowest_check_of(r.checks_s),
-            )
-            for r in figures.runs
-        ]
-        floor = f"{figures.floor_s} s", "–", f"{figures.floor_peak_rss_mb} MB", "–"
-        rows.append(_row("*floor: import torch + autograd_helpers*", *floor))
-        header = ("notebook", "wall", "limit", "peak RSS", "slowest check cell")
-        lines += _table("Notebooks (each in a fresh kernel)", header, rows)
+        lines += _notebook_table(results.notebooks)
     if results.functions:
         rows = [_function_row(r) for r in results.functions]
         lines += _table("Teaching Functions, forward + backward (median)", FUNCTION_HEADER, rows)
@@ -128,26 +123,50 @@ def to_markdown(results: Results) -> str:
         ]
         lines += _table("Jacobian strategies (median)", ("method", "n", "time"), rows)
     if results.margins:
-        rows = [
-            _row(
-                m.exercise,
-                f"`{m.right}`",
-                f"{m.smallest}×",
-                f"{m.median}×",
-                f"{m.table_smallest}×",
-                f"{m.one_profile_below} of {m.runs}",
-                f"{m.busy} ({m.load})",
-            )
-            for m in results.margins
-        ]
-        lines += _table("Chapter 06's timing exercises on a busy machine", MARGIN_HEADER, rows)
+        lines += _margin_table(results.margins)
     if results.workshop is not None:
-        w = results.workshop
-        rows = [
-            _row(f"learner {k}", f"{server} MB", f"{kernel} MB", f"{server + kernel:.1f} MB")
-            for k, (server, kernel) in enumerate(zip(w.server_mb, w.kernel_mb, strict=True))
-        ]
-        rows.append(_row("*the hub and its proxy*", f"{w.hub_mb} MB", "–", "–"))
-        title = f"Workshop: {w.learners} learners run {w.chapter} at once ({w.wall_s} s)"
-        lines += _table(title, ("unique memory (USS)", "server", "kernel", "learner"), rows)
+        lines += _workshop_table(results.workshop)
     return "\n".join([*lines, "", NOTES])
+
+
+def _notebook_table(figures: NotebookFigures) -> list[str]:
+    rows = [
+        _row(
+            r.name,
+            f"{r.wall_s} s",
+            f"{r.wall_limit_s:g} s",
+            f"{r.peak_rss_mb} MB",
+            _slowest_check_of(r.checks_s),
+        )
+        for r in figures.runs
+    ]
+    floor = f"{figures.floor_s} s", "–", f"{figures.floor_peak_rss_mb} MB", "–"
+    rows.append(_row("*floor: import torch + autograd_helpers*", *floor))
+    header = ("notebook", "wall", "limit", "peak RSS", "slowest check cell")
+    return _table("Notebooks (each in a fresh kernel)", header, rows)
+
+
+def _margin_table(margins: Sequence[MarginRow]) -> list[str]:
+    rows = [
+        _row(
+            m.exercise,
+            f"`{m.right}`",
+            f"{m.smallest}×",
+            f"{m.median}×",
+            f"{m.table_smallest}×",
+            f"{m.one_profile_below} of {m.runs}",
+            f"{m.busy} ({m.load})",
+        )
+        for m in margins
+    ]
+    return _table("Chapter 06's timing exercises on a busy machine", MARGIN_HEADER, rows)
+
+
+def _workshop_table(w: Workshop) -> list[str]:
+    rows = [
+        _row(f"learner {k}", f"{server} MB", f"{kernel} MB", f"{server + kernel:.1f} MB")
+        for k, (server, kernel) in enumerate(zip(w.server_mb, w.kernel_mb, strict=True))
+    ]
+    rows.append(_row("*the hub and its proxy*", f"{w.hub_mb} MB", "–", "–"))
+    title = f"Workshop: {w.learners} learners run {w.chapter} at once ({w.wall_s} s)"
+    return _table(title, ("unique memory (USS)", "server", "kernel", "learner"), rows)
