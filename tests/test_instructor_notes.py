@@ -94,6 +94,8 @@ def _table_rows(exercise: Exercise) -> list[list[str]]:
 def test_every_section_quotes_its_exercises_answer_bank(exercise):
     # The tables quote the verdicts the checker gives the bank's wrong answers: a table under
     # the wrong heading, or one whose bank changed entirely, quotes none of its phrases.
+    if f"#### {exercise.id}: " not in NOTES:
+        pytest.skip(f"no section for {exercise.id}: the test of sections says what to add")
     rows = _table_rows(exercise)
     assert rows, (
         f"{NOTES_PATH}: the section of {exercise.id} has no table: add '| learners write | the "
@@ -155,6 +157,25 @@ def test_each_chapters_plan_splits_the_readmes_time(number):
         f"{NOTES_PATH}: 'All the plans at a glance' must say {total} | {teaching} | "
         f"{exercises} | {pause} for chapter {number}"
     )
+
+
+@pytest.mark.parametrize("number", sorted(readme_times()))
+def test_each_chapters_plan_gives_every_numbered_exercise_its_minutes(number):
+    # The plan's exercise rows name the exercises: "Exercises 1 (`Tanh`, 7 min), 2 (...)".
+    chapter = chapters_of_notes().get(number, "")
+    plan = chapter.split("### Time plan", 1)[-1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\|.*\| exercises? \|$", plan, re.MULTILINE)
+    named = {
+        int(n) for row in rows for n in re.findall(r"(?:Exercises?|,|and) (\d+)\b(?! min)", row)
+    }
+    for exercise in (e for e in EXERCISES if e.id[:2] == number):
+        numbered = re.match(r"Exercise (\d+)\b", exercise.title)
+        assert numbered is None or int(numbered.group(1)) in named, (
+            f"{NOTES_PATH}: chapter {number}'s time plan gives {exercise.title.split(':')[0]} "
+            f"({exercise.id}) no minutes: name it in the plan's exercise rows and fit the plan "
+            "to README's chapter time, or change README's chapter map, the notebook's Time and "
+            f"the plan together {HOW_TO}"
+        )
 
 
 def test_the_notes_total_is_the_readmes():
