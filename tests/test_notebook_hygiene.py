@@ -164,5 +164,7 @@ def test_each_chapters_time_is_the_readmes():
         title = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
         stated = re.search(r"\*\*Time:\*\* about (\d+) minutes", title)
         assert stated and stated.group(1) == row.group(1), (
-            f"{path.name} says {stated and stated.group(1)} minutes, the README {row.group(1)}"
+            f"{path.name} says {stated and stated.group(1)} minutes, the README {row.group(1)}: "
+            "change the notebook's Time, README's chapter map and the chapter's time plan in "
+            "deploy/INSTRUCTOR-NOTES.md together"
         )

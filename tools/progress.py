@@ -22,13 +22,12 @@ import argparse
 import csv
 import json
 import os
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.course import NOTEBOOKS
+from tools.exercises import Exercise, course_exercises
 from tools.progress_hub import HubError, read_logs
 
 __all__ = [
@@ -46,17 +45,6 @@ __all__ = [
 LOG_NAME = "course-progress.jsonl"  # in the learner's home: not a dotfile, Jupyter serves it
 PASSED, TRIED, NOT_STARTED = "passed", "tried", "not started"
 MARKS = {PASSED: "ok", TRIED: "~", NOT_STARTED: "-"}  # the class table's cells, ASCII
-_EXERCISE_HEADING = re.compile(r"^#+\s+(.*\bexercise\b.*)$", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """One exercise: its id (from the cells' metadata), its chapter and its title."""
-
-    id: str
-    chapter: str  # the notebook's title, e.g. "01 · Custom autograd Functions"
-    title: str  # the heading above it, e.g. "Exercise 1: Tanh from its derivative"
-    key: str  # short, for the class table's columns: "1.1" is chapter 01's first
 
 
 @dataclass
@@ -69,28 +57,6 @@ class Progress:
 
     def state(self, exercise: str) -> str:
         return self.states.get(exercise, NOT_STARTED)
-
-
-def course_exercises(notebooks: Sequence[Path] | None = None) -> list[Exercise]:
-    """Every exercise of the course notebooks (default: ``notebooks/*.ipynb``), in order."""
-    found: list[Exercise] = []
-    for path in sorted(notebooks or NOTEBOOKS.glob("*.ipynb")):
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        chapter, heading, seen = path.stem, "", []
-        for cell in nb["cells"]:
-            text = "".join(cell["source"])
-            if cell["cell_type"] == "markdown":
-                for line in text.splitlines():
-                    if line.startswith("# ") and chapter == path.stem:
-                        chapter = line[2:].replace("`", "").strip()
-                    elif match := _EXERCISE_HEADING.match(line):
-                        heading = match.group(1).replace("`", "").strip()
-            marker = cell["metadata"].get("exercise")
-            if marker and marker["role"] == "solution" and marker["id"] not in seen:
-                seen.append(marker["id"])
-                key = f"{int(path.stem[:2])}.{len(seen)}" if path.stem[:2].isdigit() else ""
-                found.append(Exercise(marker["id"], chapter, heading or marker["id"], key))
-    return found
 
 
 def parse_log(text: str, known: Iterable[str]) -> Progress:
@@ -134,8 +100,8 @@ def learner_table(exercises: Sequence[Exercise], progress: Progress) -> str:
     """One learner's table: each chapter's exercises with their state, and the counts."""
     width = max(len(e.id) for e in exercises)
     lines: list[str] = []
-    for chapter in dict.fromkeys(e.chapter for e in exercises):
-        mine = [e for e in exercises if e.chapter == chapter]
+    for chapter in dict.fromkeys(e.chapter_title for e in exercises):
+        mine = [e for e in exercises if e.chapter_title == chapter]
         counts = _counts(progress.state(e.id) for e in mine)
         lines.append(f"{chapter}  ({counts[PASSED]} of {len(mine)} passed)")
         lines += [f"  {progress.state(e.id):<11}  {e.id:<{width}}  {e.title}" for e in mine]

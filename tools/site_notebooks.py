@@ -17,6 +17,8 @@ from pathlib import Path
 
 import nbformat
 
+from tools.exercises import exercises_of
+
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MERMAID = "text/vnd.mermaid"
 _MARKER = re.compile(r"\s*### (BEGIN|END) SOLUTION\s*$")
@@ -45,16 +47,22 @@ def _widget_output(cell_source: str) -> nbformat.NotebookNode:
     return output
 
 
-def for_the_site(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """``nb`` with its graphs, exercises and widgets made ready for a static page."""
-    for cell in nb.cells:
+def for_the_site(
+    nb: nbformat.NotebookNode, notebook: Path = Path("notebook.ipynb")
+) -> nbformat.NotebookNode:
+    """``nb`` with its graphs, exercises and widgets made ready for a static page.
+
+    Its exercises' solution cells come from the course's registry (``tools/exercises.py``),
+    which raises on exercise metadata that cannot be meant, naming ``notebook``'s cell.
+    """
+    solutions = {index for e in exercises_of(nb, notebook) for index in e.solutions}
+    for index, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             # The repository's README is the site's home page.
             cell.source = cell.source.replace("](../README.md)", "](index)")
         if cell.cell_type != "code":
             continue
-        exercise = cell.metadata.get("exercise", {})
-        if exercise.get("role") == "solution":
+        if index in solutions:
             cell.source = "\n".join(
                 line for line in cell.source.splitlines() if not _MARKER.match(line)
             )
@@ -80,4 +88,4 @@ def for_the_site(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def write_for_the_site(source: Path, destination: Path) -> None:
     nb = nbformat.read(source, as_version=4)
-    nbformat.write(for_the_site(nb), destination)
+    nbformat.write(for_the_site(nb, source), destination)

@@ -19,6 +19,7 @@ from typing import Any
 import nbformat
 
 from tests.banks import Answer
+from tools.exercises import Exercise, exercises_of
 from tools.kernels import kernel_env, kernel_manager
 from tools.student import build_student_notebook
 
@@ -174,42 +175,10 @@ class Attempt:
         return self.status == "passed"
 
 
-@dataclass(frozen=True)
-class Exercise:
-    """Where an exercise lives in its notebook: its solution cells and its checker cell,
-    and the notebook's code cells between them, which a learner runs on the way (06's table
-    cell, between ``labelled_step`` and ``slowest``; no other exercise has one)."""
-
-    id: str
-    solutions: tuple[int, ...]
-    check: int
-    between: tuple[int, ...] = ()
-
-
-def exercises_in(nb: nbformat.NotebookNode) -> dict[str, Exercise]:
-    """The exercises of a notebook, from the ``exercise`` metadata of its cells."""
-    solutions: dict[str, list[int]] = {}
-    checks: dict[str, int] = {}
-    for index, cell in enumerate(nb.cells):
-        marker = cell.metadata.get("exercise")
-        if not marker:
-            continue
-        if marker["role"] == "solution":
-            solutions.setdefault(marker["id"], []).append(index)
-        else:
-            checks[marker["id"]] = index
-    return {
-        key: Exercise(key, tuple(cells), checks[key], _between(nb, cells, checks[key]))
-        for key, cells in solutions.items()
-    }
-
-
-def _between(nb: nbformat.NotebookNode, solutions: list[int], check: int) -> tuple[int, ...]:
-    return tuple(
-        index
-        for index in range(solutions[0], check)
-        if nb.cells[index].cell_type == "code" and index not in solutions
-    )
+def exercises_in(nb: nbformat.NotebookNode, notebook: Path) -> dict[str, Exercise]:
+    """The exercises of a notebook by id, as the course's registry reads them
+    (``tools/exercises.py``): solution cells, checker cell and the cells between."""
+    return {exercise.id: exercise for exercise in exercises_of(nb, notebook)}
 
 
 class ChapterKernel:
@@ -220,7 +189,7 @@ class ChapterKernel:
         student = folder / reference.name
         build_student_notebook(reference, student)
         self.nb = nbformat.read(student, as_version=4)
-        self.exercises = exercises_in(self.nb)
+        self.exercises = exercises_in(self.nb, student)
         self.manager = kernel_manager()
         self.manager.start_kernel(cwd=str(folder), env=kernel_env({"MPLBACKEND": "Agg"}))
         self.client = self.manager.client()

@@ -36,6 +36,7 @@ from autograd_helpers.checks._profiler_regions import LABELS, StepProfile, profi
 from autograd_helpers.profiling import cpu_profile, profile_ops
 from tools.bench.results import MARGIN_GOAL, MarginRow
 from tools.course import NOTEBOOKS
+from tools.exercises import course_exercises
 
 __all__ = ["busy", "exercise_namespace", "measure_margins"]
 
@@ -63,11 +64,6 @@ def busy(processes: int) -> Iterator[None]:
             spinner.join()
 
 
-def _role(cell: dict[str, Any]) -> str | None:
-    role = cell["metadata"].get("exercise", {}).get("role")
-    return str(role) if role is not None else None
-
-
 def exercise_namespace() -> dict[str, Any]:
     """Notebook 06's setup cell and the code of its exercises, run here.
 
@@ -78,13 +74,14 @@ def exercise_namespace() -> dict[str, Any]:
     measured is what learners run.
     """
     cells = json.loads(CHAPTER.read_text())["cells"]
+    checks = {e.check for e in course_exercises([CHAPTER])}
     start = next(i for i, c in enumerate(cells) if "".join(c["source"]).startswith("## 6."))
-    end = max(i for i, c in enumerate(cells) if _role(c) == "check")
     chosen = [next(c for c in cells if c["cell_type"] == "code")] + [
         c
-        for c in cells[start:end]
-        if c["cell_type"] == "code"
-        and _role(c) != "check"
+        for i, c in enumerate(cells[: max(checks)])
+        if i >= start
+        and c["cell_type"] == "code"
+        and i not in checks
         and "nbval-ignore-output" not in c["metadata"].get("tags", [])
     ]
     namespace: dict[str, Any] = {"__name__": "chapter06"}
