@@ -18,7 +18,7 @@ from autograd_helpers.checks import (
     check_safe_backward,
     check_training_step,
 )
-from autograd_helpers.checks._anomaly_hidden import HIDDEN_NAN_HINT
+from autograd_helpers.checks.anomaly._hidden import HIDDEN_NAN_HINT
 
 NOTEBOOK = Path(__file__).parent.parent / "notebooks" / "04_anomaly_mode.ipynb"
 
@@ -915,7 +915,7 @@ def _gradient_norm(inputs):
 
 
 def test_one_probe_has_a_gradient_well_above_a_clip_of_1():
-    from autograd_helpers.checks._anomaly_settings import probe_settings
+    from autograd_helpers.checks.anomaly._settings import probe_settings
 
     example = make_inputs()
     settings = probe_settings(example)
@@ -924,7 +924,7 @@ def test_one_probe_has_a_gradient_well_above_a_clip_of_1():
 
 
 def test_the_float64_probe_holds_digits_float32_cannot():
-    from autograd_helpers.checks._anomaly_settings import probe_settings
+    from autograd_helpers.checks.anomaly._settings import probe_settings
 
     (in64,) = [s for s in probe_settings(make_inputs()) if s.kind == "float64"]
     for t in in64.inputs:
@@ -1007,7 +1007,7 @@ def test_a_clip_that_never_binds_and_a_fresh_momentum_pass():
 
 
 def test_the_update_hint_explains_the_whole_update_or_blames_the_gradient():
-    from autograd_helpers.checks._anomaly_updates import WRONG_GRADIENT, Update, update_hint
+    from autograd_helpers.checks.anomaly._updates import WRONG_GRADIENT, Update, update_hint
 
     meant = [torch.tensor([-0.3, 0.02, 0.2, -0.05], dtype=torch.float64)]
     before = [torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64)]
@@ -1036,7 +1036,7 @@ def test_the_update_hint_explains_the_whole_update_or_blames_the_gradient():
 def test_optimizer_rules_reads_nesterov_from_the_optimizer_and_leaves_no_hook():
     from torch.optim.optimizer import _global_optimizer_pre_hooks
 
-    from autograd_helpers.checks._anomaly_updates import optimizer_rules
+    from autograd_helpers.checks.anomaly._updates import optimizer_rules
 
     hooks = len(_global_optimizer_pre_hooks)
     w = torch.ones(2, requires_grad=True)
@@ -1065,7 +1065,7 @@ def test_a_loss_computed_in_float32_for_float64_input_is_told_so(answer):
 
 
 def test_float32_tensors_outside_the_graph_are_no_lower_precision():
-    from autograd_helpers.checks._anomaly_loss import computed_in
+    from autograd_helpers.checks.anomaly._loss import computed_in
 
     points = torch.tensor([[0.0, 0.0], [3.0, 4.0]], dtype=torch.float64, requires_grad=True)
     squared = (points**2).sum(1)

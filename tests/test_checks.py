@@ -14,7 +14,7 @@ from torch.autograd import Function
 from torch.autograd.function import once_differentiable
 
 from autograd_helpers.checks import check_function, check_tensor
-from autograd_helpers.checks._feedback import CheckResult
+from autograd_helpers.checks._core.feedback import CheckResult
 from tests.learner_code import Cube, X, cube, saved, variant
 
 

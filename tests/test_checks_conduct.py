@@ -21,8 +21,8 @@ import torch
 from torch.autograd import Function
 
 from autograd_helpers.checks import check_function
-from autograd_helpers.checks._function_conduct import WORDS
-from autograd_helpers.checks._probes import EDGE_VALUES
+from autograd_helpers.checks._core.probes import EDGE_VALUES
+from autograd_helpers.checks.function._conduct import WORDS
 from tests.learner_code import Cube, X, cube, saved, variant
 
 STASH: list[torch.Tensor] = []
@@ -296,7 +296,7 @@ def test_what_backward_changes_outside_ctx_is_judged_and_put_back(backward, phra
 
 def test_containers_of_every_kind_are_snapshot_for_every_global():
     # chapter 02 snapshots every global of the notebook: a defaultdict crashed it
-    from autograd_helpers.checks._contain import Contained
+    from autograd_helpers.checks._contain.contained import Contained
 
     def fn():
         COUNTS["x"] += 1

@@ -16,7 +16,7 @@ import torch
 from torch.autograd import Function
 
 from autograd_helpers.checks import check_function
-from autograd_helpers.checks._projected import ELEMENTWISE_LIMIT
+from autograd_helpers.checks.function._projected import ELEMENTWISE_LIMIT
 
 DOUBLE = torch.float64
 
@@ -778,8 +778,8 @@ def test_probes_outside_the_domain_are_not_judged_and_the_real_difference_is():
 def test_the_float32_sentence_is_not_said_for_code_that_never_left_float64():
     # the checker's own float32 work (copying a float32 example to float64, the runner's
     # probe of the process's denormal setting) is not the learner's
-    from autograd_helpers.checks._function_precision import precision_note
-    from autograd_helpers.checks._trial import Options, Trial
+    from autograd_helpers.checks._core.trial import Options, Trial
+    from autograd_helpers.checks.function._precision import precision_note
 
     trial = Trial.start((torch.rand(3) + 0.5,), Options(label="log", wrt=(0,)), ["x"], False)
     trial.differentiable = (0,)

@@ -16,7 +16,7 @@ import textwrap
 import types
 from pathlib import Path
 
-from autograd_helpers.checks._contain_writers import set_by_learner, writes_watched
+from autograd_helpers.checks._contain.writers import set_by_learner, writes_watched
 
 CUBE_BY_TORCH_FUNC = """
 import sys
@@ -88,7 +88,7 @@ def test_a_watch_on_torchs_seeding_keeps_what_torchs_first_import_rebinds():
 import sys
 import torch
 from autograd_helpers._common.runner import run_learner_code
-from autograd_helpers.checks._global_calls import GlobalCalls
+from autograd_helpers.checks._contain.global_calls import GlobalCalls
 
 assert "torch._dynamo" not in sys.modules
 calls = GlobalCalls()
@@ -124,7 +124,7 @@ def test_a_learners_rebinding_of_a_watched_function_is_still_put_back():
     import torch
 
     from autograd_helpers._common.runner import run_learner_code
-    from autograd_helpers.checks._global_calls import GlobalCalls
+    from autograd_helpers.checks._contain.global_calls import GlobalCalls
 
     original = torch.manual_seed
 

@@ -1,8 +1,8 @@
 """The checkers' containment: what learner code changed that outlives it, said and put back.
 
 ``autograd_helpers._common.tensors`` (one tensor's state), ``_common.reach`` (what a call can
-reach by name), and ``checks._contain`` with its parts (``_contain_names``,
-``_contain_modules``): the one place every chapter's checkers snapshot, judge and restore.
+reach by name), and ``checks._contain`` with its parts (``_contain.names``,
+``_contain.modules``): the one place every chapter's checkers snapshot, judge and restore.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import torch
 
 from autograd_helpers._common.reach import modules_reachable, reachable
 from autograd_helpers._common.tensors import TensorState
-from autograd_helpers.checks._contain import Contained, said
-from autograd_helpers.checks._contain_names import Containers
-from autograd_helpers.checks._gradcheck_saved import EXAMPLE, kept_outside_ctx
-from autograd_helpers.checks._problems import WORDS
+from autograd_helpers.checks._contain.contained import Contained, said
+from autograd_helpers.checks._contain.names import Containers
+from autograd_helpers.checks._core.problems import WORDS
+from autograd_helpers.checks.gradcheck._saved import EXAMPLE, kept_outside_ctx
 
 
 def test_a_tensor_state_puts_back_every_part():

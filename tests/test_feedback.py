@@ -1,10 +1,11 @@
-"""autograd_helpers.checks._feedback: a CheckResult is a plain value with text and HTML views."""
+"""autograd_helpers.checks._core.feedback: a CheckResult is a plain value with text and HTML
+views."""
 
 from __future__ import annotations
 
 import pytest
 
-from autograd_helpers.checks._feedback import CheckResult
+from autograd_helpers.checks._core.feedback import CheckResult
 
 
 def test_status_decides_passed_and_the_icon():

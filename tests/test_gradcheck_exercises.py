@@ -14,9 +14,9 @@ import torch
 from torch.autograd import Function
 
 from autograd_helpers.checks import check_double_backward, check_gradcheck_settings
-from autograd_helpers.checks._gradcheck_double import DOUBLE_CHECKS
-from autograd_helpers.checks._gradcheck_saved import what_forward_kept
-from autograd_helpers.checks._gradcheck_settings import SETTINGS_CHECKS
+from autograd_helpers.checks.gradcheck._double import DOUBLE_CHECKS
+from autograd_helpers.checks.gradcheck._saved import what_forward_kept
+from autograd_helpers.checks.gradcheck._settings import SETTINGS_CHECKS
 
 
 def shifted(t):
@@ -508,7 +508,7 @@ def test_an_eps_far_below_the_values_spacing_is_told_to_grow_by_far(eps):
 
 
 def test_the_steps_offered_make_a_meaningful_check():
-    from autograd_helpers.checks._gradcheck_errors import meaningful_steps
+    from autograd_helpers.checks.gradcheck._errors import meaningful_steps
 
     steps = meaningful_steps(shifted, POINTS, torch.float64)
     assert 1e-6 in steps and 1e-10 not in steps and 1e-1 not in steps, steps

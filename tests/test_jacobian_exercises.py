@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 import torch
 
-from autograd_helpers.checks import _jacobians_hvp as hvp_table
-from autograd_helpers.checks import _jacobians_loop as loop_table
 from autograd_helpers.checks import check_hvp, check_jacobian_loop, check_jacobian_shapes
-from autograd_helpers.checks._contain import Contained
-from autograd_helpers.checks._jacobians_shapes import changed_problems, shape_like
-from autograd_helpers.checks._problems import WORDS
-from autograd_helpers.checks._watch import watching
+from autograd_helpers.checks._contain.contained import Contained
+from autograd_helpers.checks._contain.watch import watching
+from autograd_helpers.checks._core.problems import WORDS
+from autograd_helpers.checks.jacobians import _hvp as hvp_table
+from autograd_helpers.checks.jacobians import _loop as loop_table
+from autograd_helpers.checks.jacobians._shapes import changed_problems, shape_like
 from autograd_helpers.jacobians import jacobian_by_rows
 
 
@@ -651,7 +651,7 @@ def test_the_float64_probe_holds_digits_float32_rounds_away():
     (v,) = problem.extra
     for t in (problem.x, v):
         assert t.dtype == torch.float64 and bool((t.float().double() != t).all())
-    from autograd_helpers.checks._jacobians_hvp_values import in_float32
+    from autograd_helpers.checks.jacobians._hvp_values import in_float32
 
     rounded = in_float32(problem)
     off = (rounded - problem.expected).abs().max() / problem.expected.abs().max()
@@ -870,7 +870,7 @@ def test_a_problem_added_or_an_input_changed_in_place_then_set_up_again_is_said(
 
 
 def test_the_same_function_is_one_made_from_the_same_code_and_like_closures():
-    from autograd_helpers.checks._jacobians_shapes_setup import same_function
+    from autograd_helpers.checks.jacobians._shapes_setup import same_function
 
     def made(dim):
         return lambda x: x.sum(dim)

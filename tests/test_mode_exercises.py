@@ -14,9 +14,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from autograd_helpers.checks import check_evaluate, check_frozen, check_mode_predictions
-from autograd_helpers.checks._contain_modules import ModelRecord
-from autograd_helpers.checks._modes_cases import CASES
-from autograd_helpers.checks._modes_evaluate import CHECKS, CHECKS_WHEN_A_BATCH_RAISES
+from autograd_helpers.checks._contain.modules import ModelRecord
+from autograd_helpers.checks.modes._cases import CASES
+from autograd_helpers.checks.modes._evaluate import CHECKS, CHECKS_WHEN_A_BATCH_RAISES
 from autograd_helpers.modes import mode_table
 
 
@@ -594,7 +594,7 @@ def test_a_mutable_default_argument_is_a_verdict():
 
 
 def test_every_probe_model_starts_with_nonzero_gradients():
-    from autograd_helpers.checks._modes_freeze import NETWORKS, attempt
+    from autograd_helpers.checks.modes._freeze import NETWORKS, attempt
 
     models = [case.model() for case in CASES]
     models += [attempt(lambda model: None, network, "f").model for network in NETWORKS]

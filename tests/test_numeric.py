@@ -1,11 +1,11 @@
-"""autograd_helpers.checks._numeric: finite differences agree with autograd."""
+"""autograd_helpers.checks._core.numeric: finite differences agree with autograd."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from autograd_helpers.checks._numeric import (
+from autograd_helpers.checks._core.numeric import (
     finite_difference_vjp,
     format_number,
     located,

@@ -20,7 +20,7 @@ from torch.autograd import Function
 from torch.profiler import record_function
 
 from autograd_helpers.checks import check_dominant_op, check_regions, check_saved_bytes
-from autograd_helpers.checks._profiler_events import light_events
+from autograd_helpers.checks.profiler._events import light_events
 from autograd_helpers.profiling import cpu_profile, profile_ops
 
 # --- exercise 1: regions -------------------------------------------------------------------------
@@ -713,7 +713,7 @@ def test_a_heavy_or_wrong_function_fails(fn, phrase):
 
 
 def test_a_cache_written_into_an_existing_tensor_is_held_and_put_back():
-    from autograd_helpers.checks._profiler_memory import measure
+    from autograd_helpers.checks.profiler._memory import measure
 
     before = _BUFFER.clone()
     memory = measure(CachingInAnExistingBuffer, (ACTIVATIONS,))

@@ -3,7 +3,7 @@
 On a loaded machine a profile can credit any row with milliseconds it spent waiting for the
 CPU. The checkers read each row's fastest of several runs, decide by their own measurement
 only where it is decisive, and otherwise by the table the learner read
-(``checks._profiler_margin``). The verdicts are tested here on made-up times (no test may
+(``checks.profiler._margin``). The verdicts are tested here on made-up times (no test may
 depend on wall time); ``tools/bench/margins.py`` measures the real workloads' margins under
 load.
 """
@@ -16,11 +16,11 @@ from torch import nn
 from torch.profiler import record_function
 
 from autograd_helpers.checks import check_dominant_op, check_regions
-from autograd_helpers.checks._profiler_dominant import Backward, backward_runs
-from autograd_helpers.checks._profiler_margin import DECISIVE, NEAR_TIE, fastest, rule
-from autograd_helpers.checks._profiler_regions import LABELS, StepProfile
-from autograd_helpers.checks._profiler_slowest import read_regions, slowest_verdict
-from autograd_helpers.checks._profiler_steps import Label
+from autograd_helpers.checks.profiler._dominant import Backward, backward_runs
+from autograd_helpers.checks.profiler._margin import DECISIVE, NEAR_TIE, fastest, rule
+from autograd_helpers.checks.profiler._regions import LABELS, StepProfile
+from autograd_helpers.checks.profiler._slowest import read_regions, slowest_verdict
+from autograd_helpers.checks.profiler._steps import Label
 from autograd_helpers.profiling import cpu_profile, profile_ops
 from tests.test_profile_exercises import labelled
 
@@ -182,8 +182,8 @@ def test_the_dominant_operator_is_read_as_each_operators_fastest_run():
 def test_the_timed_steps_record_the_regions_alone_and_time_them():
     """The checker times its steps without recording their operators (thousands in a
     per-sample loop: they made check_regions take a second and its kernel 100 MB more)."""
-    from autograd_helpers.checks._profiler_events import regions_named
-    from autograd_helpers.checks._profiler_steps import regions_only
+    from autograd_helpers.checks.profiler._events import regions_named
+    from autograd_helpers.checks.profiler._steps import regions_only
 
     samples = torch.randn(64, 8)
     with regions_only() as records:
@@ -201,7 +201,7 @@ def test_the_timed_steps_record_the_regions_alone_and_time_them():
 
 
 def test_a_step_that_raises_in_the_timed_steps_ends_their_profile(vectorised):
-    from autograd_helpers.checks._profiler_steps import STEPS, profile_steps
+    from autograd_helpers.checks.profiler._steps import STEPS, profile_steps
 
     calls = []
 

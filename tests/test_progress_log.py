@@ -25,7 +25,7 @@ import pytest
 import torch
 
 import autograd_helpers as ah
-from autograd_helpers.checks import _progress
+from autograd_helpers.checks._core import progress as _progress
 from tools.course import NOTEBOOKS, REPO
 from tools.kernels import kernel_env, kernel_manager
 from tools.student import build_student_notebook
@@ -231,7 +231,7 @@ def test_two_processes_append_at_once_without_mixing_lines(tmp_path):
     log, count = tmp_path / "course-progress.jsonl", 400
     writer = textwrap.dedent(f"""
         import json, sys
-        from autograd_helpers.checks._progress import _append
+        from autograd_helpers.checks._core.progress import _append
         for i in range({count}):
             line = {{"writer": sys.argv[2], "i": i, "pad": "x" * 300}}
             _append(sys.argv[1], json.dumps(line) + "\\n")

@@ -1,11 +1,12 @@
-"""autograd_helpers.checks._watch: the one watcher of what learner code does while it runs."""
+"""autograd_helpers.checks._contain.watch: the one watcher of what learner code does while it
+runs."""
 
 from __future__ import annotations
 
 import torch
 
 from autograd_helpers._common.runner import run_learner_code
-from autograd_helpers.checks._watch import Allocations, run_watched, watching
+from autograd_helpers.checks._contain.watch import Allocations, run_watched, watching
 
 
 def test_the_passes_a_step_runs_are_counted_with_what_each_ran_on():
