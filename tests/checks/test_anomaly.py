@@ -20,7 +20,7 @@ from autograd_helpers.checks import (
 )
 from autograd_helpers.checks.anomaly._hidden import HIDDEN_NAN_HINT
 
-NOTEBOOK = Path(__file__).parent.parent / "notebooks" / "04_anomaly_mode.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "04_anomaly_mode.ipynb"
 
 
 def mean_radius(points):

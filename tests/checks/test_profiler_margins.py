@@ -22,7 +22,7 @@ from autograd_helpers.checks.profiler._regions import LABELS, StepProfile
 from autograd_helpers.checks.profiler._slowest import read_regions, slowest_verdict
 from autograd_helpers.checks.profiler._steps import Label
 from autograd_helpers.profiling import cpu_profile, profile_ops
-from tests.test_profile_exercises import labelled
+from tests.checks.test_profiler import labelled
 
 # --- the rule, on made-up times ------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ def _run(code: str) -> str:
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
     )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout

@@ -206,7 +206,7 @@ def test_a_little_printing_is_shown_not_lost():
     assert "Your code printed:\n   forward saw (5,)" in result.message
 
 
-# --- what forward and backward return (the full table is in test_checks_hostile.py) -------
+# --- what forward and backward return (the full table is in test_function_hostile.py) -----
 
 
 def test_a_graph_cut_in_a_plain_callable():
