@@ -156,3 +156,13 @@ def test_a_function_that_leaves_a_global_setting_changed_is_told_so():
     report = explain_gradcheck(SetsDtype.apply, x)
     assert report.status == "failed" and "default dtype" in report.message
     assert torch.get_default_dtype() == torch.float32
+
+
+def test_explain_is_importable_where_notebooks_and_chapter_03_import_it():
+    from autograd_helpers.checks import explain as alias
+    from autograd_helpers.checks import gradcheck
+    from autograd_helpers.checks.gradcheck import explain
+
+    for module in (alias, gradcheck):
+        assert module.explain_gradcheck is explain.explain_gradcheck is explain_gradcheck
+        assert module.GradcheckReport is explain.GradcheckReport is GradcheckReport
