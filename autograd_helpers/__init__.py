@@ -11,9 +11,10 @@ or ipywidgets load only in the notebooks that draw or interact.
 
 The layout shows who may use what, as ``torch/autograd/`` does: the modules at the top are
 the public ones, named by the idea a chapter teaches; ``checks/`` holds the exercise
-checkers, one module per chapter; ``_common/`` is the private core they all stand on
-(validation, the learner-code runner, report boxes, the graph's vocabulary), which imports
-nothing else of ours.
+checkers, one package per chapter (``checks/function/`` ... ``checks/profiler/``) and their
+shared machinery in private packages (``checks/_core/``, ``checks/_contain/``); ``_common/``
+is the private core they all stand on (validation, the learner-code runner, report boxes,
+the graph's vocabulary), which imports nothing else of ours.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ outlives it, and :meth:`GlobalState.changes` says in plain words what it would h
 changed (a checker's verdict of its own). The random states (torch's, NumPy's global one,
 Python's ``random``) are only put back: using random numbers is no mistake, but drawing them
 must not change what the notebook draws next (reseeding is judged where the calls are seen,
-in ``checks._function_conduct``).
+in ``checks.function._conduct``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ become a :class:`CheckResult` that says what to fix. It does raise (``TypeError`
 ``ValueError``) when the *notebook* sets the check up wrong: bad options, or a reference
 that fails on its own inputs. Then the message says that the check is at fault.
 
-The checkers are the course's answer keys, one module per chapter's exercises:
+The checkers are the course's answer keys, one package per chapter's exercises, each
+exporting its public checkers from its ``__init__`` and keeping its hints, probes and
+attempts private inside it (``_*.py``):
 
 - :mod:`~autograd_helpers.checks.function`, for any exercise: :func:`check_function` (a
   Function's forward, backward and gradients) and :func:`check_tensor` (a computed value);
@@ -14,7 +16,8 @@ The checkers are the course's answer keys, one module per chapter's exercises:
   :func:`check_hvp`, :func:`check_jacobian_shapes` (with :func:`set_up_jacobian_shapes`);
 - :mod:`~autograd_helpers.checks.gradcheck` (chapter 03): :func:`check_gradcheck_settings`,
   :func:`check_double_backward`, and :func:`explain_gradcheck` (gradcheck told in words,
-  :mod:`~autograd_helpers.checks.explain`);
+  :mod:`~autograd_helpers.checks.gradcheck.explain`, also importable as
+  ``autograd_helpers.checks.explain``);
 - :mod:`~autograd_helpers.checks.anomaly` (chapter 04): :func:`check_finite_gradients`,
   :func:`check_training_step`, :func:`check_safe_backward`;
 - :mod:`~autograd_helpers.checks.modes` (chapter 05): :func:`check_evaluate`,
@@ -24,8 +27,12 @@ The checkers are the course's answer keys, one module per chapter's exercises:
 
 Each keeps the four rules of the course's checkers: probe beyond the example, contain and
 judge side effects, check the mechanism the exercise teaches, never crash or reject a right
-answer for its spelling. Their machinery (the trial, its steps, verdicts, hints, probes) is
-private inside this package, in the modules whose names start with ``_``.
+answer for its spelling. What several chapters share lives in two private packages, by
+idea: ``_core/`` (the attempt and its verdict: :class:`CheckResult`, the trial, numbers,
+hints, probes, the problem tables, the progress log) and ``_contain/`` (what learner code
+changed or ran, judged and put back; the watcher). A chapter's package stands on those two
+and on another chapter's public checkers only (``gradcheck``, ``anomaly`` and ``profiler`` reuse
+:func:`check_function`); ``tests/test_layering.py`` guards the direction.
 
 When the environment variable ``COURSE_PROGRESS_LOG`` names a file, every checker verdict in
 a learner's own notebook is also appended to it as one JSON line (the exercise, the notebook,
@@ -40,12 +47,12 @@ from autograd_helpers.checks import gradcheck as _gradcheck
 from autograd_helpers.checks import jacobians as _jacobians
 from autograd_helpers.checks import modes as _modes
 from autograd_helpers.checks import profiler as _profiler
-from autograd_helpers.checks._feedback import CheckResult
-from autograd_helpers.checks._progress import recorded as _recorded
-from autograd_helpers.checks.explain import GradcheckReport, explain_gradcheck
+from autograd_helpers.checks._core.feedback import CheckResult
+from autograd_helpers.checks._core.progress import recorded as _recorded
+from autograd_helpers.checks.gradcheck.explain import GradcheckReport, explain_gradcheck
 
 # Every exercise checker logs its verdict when COURSE_PROGRESS_LOG is set (a workshop's hub
-# sets it; see _progress). explain_gradcheck is a teaching tool, not a checker: not logged.
+# sets it; see _core.progress). explain_gradcheck is a teaching tool, not a checker: not logged.
 check_function = _recorded(_function.check_function)
 check_tensor = _recorded(_function.check_tensor)
 check_jacobian_loop = _recorded(_jacobians.check_jacobian_loop)

@@ -4,7 +4,7 @@ Chapter 06 asks two questions about time: the slowest region of a training step
 (``06-regions``, right: ``"data"``) and the operator with the most self time in backward
 (``06-dominant-op``, right: ``"aten::fill_"``). No right answer may fail because the machine
 is busy, and a workshop puts 40 learners on one host. So the workloads must give the right
-answer a lead of at least :data:`~autograd_helpers.checks._profiler_margin.DECISIVE` (3×)
+answer a lead of at least :data:`~autograd_helpers.checks.profiler._margin.DECISIVE` (3×)
 over the runner-up at load 8, measured as the checker measures: each row's fastest of several
 runs. This runs the notebook's own cells (its setup, then the exercises' code), starts
 ``busy`` processes that spin on the CPU, and measures the lead ``runs`` times; it also says
@@ -29,10 +29,10 @@ from typing import Any
 
 import torch
 
-from autograd_helpers.checks._profiler_dominant import Backward, backward_runs
-from autograd_helpers.checks._profiler_events import raw_events, regions_named
-from autograd_helpers.checks._profiler_margin import fastest
-from autograd_helpers.checks._profiler_regions import LABELS, StepProfile, profile_steps
+from autograd_helpers.checks.profiler._dominant import Backward, backward_runs
+from autograd_helpers.checks.profiler._events import raw_events, regions_named
+from autograd_helpers.checks.profiler._margin import fastest
+from autograd_helpers.checks.profiler._regions import LABELS, StepProfile, profile_steps
 from autograd_helpers.profiling import cpu_profile, profile_ops
 from tools.bench.results import MARGIN_GOAL, MarginRow
 from tools.course import NOTEBOOKS

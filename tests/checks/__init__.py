@@ -1,0 +1,1 @@
+"""Tests of ``autograd_helpers.checks``, named after the package they test (see CONTRIBUTING)."""
