@@ -50,6 +50,7 @@ if not CHROMIUM.exists():
     )
 
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
 # The notebook on screen (JupyterLab keeps other panels in the DOM, hidden).
 ACTIVE = ".jp-NotebookPanel:not(.lm-mod-hidden)"
@@ -57,7 +58,6 @@ ALL_PROMPTS_NUMBERED = f"""() => {{
     const prompts = [...document.querySelectorAll('{ACTIVE} .jp-CodeCell .jp-InputPrompt')];
     return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
 }}"""
-IMAGE_LOADED = "img => img.complete && img.naturalWidth > 0"
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
@@ -165,10 +165,15 @@ def _check_widgets_react(page: Page, name: str) -> int:
 
 def _check_rendered(page: Page, name: str, notebook: dict) -> None:
     """The committed (or just computed) plots and Mermaid graphs show as images."""
-    if _has_output(notebook, "image/png"):
-        images = page.locator(f"{ACTIVE} .jp-RenderedImage img")
-        loaded = [images.nth(i).evaluate(IMAGE_LOADED) for i in range(images.count())]
-        assert any(loaded), f"{name}: no matplotlib image rendered"
+    if _has_output(notebook, "image/png"):  # Lab renders outputs after the cells appear
+        try:
+            page.wait_for_function(
+                f"() => [...document.querySelectorAll('{ACTIVE} .jp-RenderedImage img')]"
+                ".some(i => i.complete && i.naturalWidth > 0)",
+                timeout=30_000,
+            )
+        except PlaywrightTimeout:
+            pytest.fail(f"{name}: no matplotlib image rendered within 30 s")
 
     expected = _has_output(notebook, "text/vnd.mermaid")
     if expected:
