@@ -26,7 +26,7 @@ from tools.student import build_student_notebook
 NOTEBOOKS = Path(__file__).resolve().parent.parent.parent / "notebooks"
 CELL_TIMEOUT = 300  # seconds: a whole chapter's slowest cell on a busy 2-core machine
 
-# Runs in the kernel: everything a checker call must leave as it found it, as JSON.
+# Defined in the kernel after Run All: everything a checker call must leave as it found it.
 FINGERPRINT = r"""
 def __course_fingerprint():
     import hashlib, json, torch
@@ -77,8 +77,7 @@ def __course_fingerprint():
             tensors = [tensor(t) for t in flat if isinstance(t, torch.Tensor)]
             if tensors:
                 state[f"list {name}"] = tensors
-    return json.dumps(state)
-print(__course_fingerprint())
+    return state
 """
 
 # Runs in the kernel after Run All: torch's settings then, put back after every attempt, so
@@ -138,9 +137,12 @@ def __course_put_back():
             module.training = training
 """
 
-# Runs in the kernel: the checker cell as a cell of its own, then its verdict, as JSON.
+# Runs in the kernel: the checker cell as a cell of its own between two fingerprints, then
+# its verdict and the fingerprints, as JSON (one round trip to the kernel per answer).
 VERDICT = r"""
+__course_before = __course_fingerprint()
 __course_run = get_ipython().run_cell({source!r})
+__course_after = __course_fingerprint()
 __course_value = __course_run.result
 import json as __course_json
 print(__course_json.dumps({{
@@ -148,6 +150,8 @@ print(__course_json.dumps({{
     else f"{{type(__course_run.error_in_exec).__name__}}: {{__course_run.error_in_exec}}",
     "status": getattr(__course_value, "status", None),
     "message": getattr(__course_value, "message", repr(__course_value)),
+    "before": __course_before,
+    "after": __course_after,
 }}))
 """
 
@@ -205,6 +209,7 @@ class ChapterKernel:
                 raise RuntimeError(f"{reference.name}, cell {index} raised: {run.error}")
             self.outputs[index] = run
         self.run(SETTINGS)
+        self.run(FINGERPRINT)
 
     def run(self, code: str) -> CellRun:
         """Execute ``code`` as one cell; collect what it printed and displayed."""
@@ -231,13 +236,6 @@ class ChapterKernel:
         error = (errors[0] if errors else "error") if failed else None
         return CellRun("".join(stdout), "\n".join(result), error)
 
-    def fingerprint(self) -> dict[str, Any]:
-        run = self.run(FINGERPRINT)
-        if run.error:
-            raise RuntimeError(f"the fingerprint failed: {run.error}")
-        state: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
-        return state
-
     def stub_verdict(self, exercise: str) -> str:
         """What the checker cell showed for the untouched stub, after Run All."""
         run = self.outputs[self.exercises[exercise].check]
@@ -261,13 +259,12 @@ class ChapterKernel:
                 return Attempt(
                     None, run.error, f"(in the answer cell, not the checker) {run.error}", []
                 )
-        before = self.fingerprint()
         checker = self.nb.cells[where.check].source
         run = self.run(VERDICT.format(source=checker))
         if run.error:
             raise RuntimeError(f"the verdict snippet failed: {run.error}")
         verdict = json.loads(run.stdout.strip().splitlines()[-1])
-        after = self.fingerprint()
+        before, after = verdict["before"], verdict["after"]
         leaked = sorted(
             key for key in before.keys() | after.keys() if before.get(key) != after.get(key)
         )
