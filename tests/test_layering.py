@@ -71,7 +71,9 @@ def _layer(module: str) -> str:
     for chapter in CHAPTERS:
         if module == f"{CHECKS}.{chapter}" or module.startswith(f"{CHECKS}.{chapter}."):
             return f"chapter:{chapter}"
-    assert not module.startswith(CHECKS), f"{module}: in no layer of checks/"
+    assert not module.startswith(CHECKS), (
+        f"{module}: in no layer of checks/: a new chapter package goes into CHAPTERS above"
+    )
     return "public"
 
 

@@ -25,14 +25,15 @@ attempts private inside it (``_*.py``):
 - :mod:`~autograd_helpers.checks.profiler` (chapter 06): :func:`check_regions`,
   :func:`check_saved_bytes`, :func:`check_dominant_op`.
 
-Each keeps the four rules of the course's checkers: probe beyond the example, contain and
-judge side effects, check the mechanism the exercise teaches, never crash or reject a right
-answer for its spelling. What several chapters share lives in two private packages, by
-idea: ``_core/`` (the attempt and its verdict: :class:`CheckResult`, the trial, numbers,
-hints, probes, the problem tables, the progress log) and ``_contain/`` (what learner code
-changed or ran, judged and put back; the watcher). A chapter's package stands on those two
-and on another chapter's public checkers only (``gradcheck``, ``anomaly`` and ``profiler`` reuse
-:func:`check_function`); ``tests/test_layering.py`` guards the direction.
+Each keeps the rules of the course's checkers: probe beyond the example, contain and judge
+side effects, check the mechanism the exercise teaches, never crash or reject a right answer
+for its spelling, give no verdict on timing, and judge only what the learner did. What
+several chapters share lives in two private packages, by idea: ``_core/`` (the attempt and
+its verdict: :class:`CheckResult`, the trial, numbers, hints, probes, the problem tables,
+the progress log) and ``_contain/`` (what learner code changed or ran, judged and put back;
+the watcher). A chapter's package stands on those two and on another chapter's public
+checkers only (``gradcheck``, ``anomaly`` and ``profiler`` reuse :func:`check_function`);
+``tests/test_layering.py`` guards the direction.
 
 When the environment variable ``COURSE_PROGRESS_LOG`` names a file, every checker verdict in
 a learner's own notebook is also appended to it as one JSON line (the exercise, the notebook,

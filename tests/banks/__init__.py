@@ -1,9 +1,9 @@
 """Answer banks: every exercise worked as learners work it, wrong and right.
 
 Each exercise has a module here named after its id (``ex_01_tanh.py`` for ``01-tanh``),
-holding ``ANSWERS``: at least twelve wrong answers spread over the categories below, each
-with the phrase its verdict must contain, and at least five right answers written
-differently from the solution, each of which must pass. ``tests/test_bank_<chapter>.py``
+holding ``BANK = bank(id, wrong(...), ..., right(...), ...)``: at least twelve wrong answers
+spread over the categories below, each with the phrase its verdict must contain, and at
+least five right answers written differently from the solution, each of which must pass. ``tests/test_bank_<chapter>.py``
 runs them in a real kernel, in the state the student notebook has after Run All: the
 answer replaces the exercise cell(s), then the checker cell runs, and nothing the checker
 was handed may change (``tests/banks/kernel.py``).
@@ -18,7 +18,7 @@ from textwrap import dedent
 
 __all__ = ["CATEGORIES", "Answer", "bank", "banks_of", "right", "wrong"]
 
-# The kinds of wrong answer learners write (../shared/DESIGN.md §4).
+# The kinds of wrong answer learners write (CONTRIBUTING.md, "Answer banks").
 CATEGORIES = (
     "wrong formula",
     "right only at the example",
