@@ -2,7 +2,7 @@
 
 Each runs its named checks from a table, at the example and at probes beyond it:
 :mod:`._finite` and :mod:`._points` for :func:`check_finite_gradients`,
-:mod:`._step` and :mod:`._settings` for :func:`check_training_step`,
+:mod:`._training`, :mod:`._step` and :mod:`._settings` for :func:`check_training_step`,
 :mod:`._backward` around ``check_function`` for :func:`check_safe_backward`; what
 learner code does is watched by :mod:`autograd_helpers.checks._contain.watch`, and what it could
 leave behind is judged and undone by :mod:`autograd_helpers.checks._contain.contained` (said in
@@ -13,16 +13,11 @@ the same words (:mod:`._hidden`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from torch import Tensor
 
-from autograd_helpers._common.runner import run_learner_code
-from autograd_helpers._common.tensors import TensorState
 from autograd_helpers._common.validate import require_callable, require_float_tensor
-from autograd_helpers.checks._contain.contained import Contained
-from autograd_helpers.checks._contain.global_calls import GlobalCalls, flushing_denormals
-from autograd_helpers.checks._contain.watch import watching
+from autograd_helpers.checks._contain.global_calls import flushing_denormals
 from autograd_helpers.checks._core.feedback import (
     CheckResult,
     callable_verdict,
@@ -33,16 +28,7 @@ from autograd_helpers.checks._core.problems import label_of
 from autograd_helpers.checks.anomaly._backward import chapter_contained, run_safe_backward
 from autograd_helpers.checks.anomaly._finite import POINT_CHECKS, run_trial
 from autograd_helpers.checks.anomaly._points import Point, probe_points, truth_at
-from autograd_helpers.checks.anomaly._settings import (
-    Setting,
-    argument_names,
-    as_meant,
-    copies,
-    example_inputs,
-    probe_settings,
-)
-from autograd_helpers.checks.anomaly._step import STEP_CHECKS, StepRun
-from autograd_helpers.checks.anomaly._updates import OTHER_RULES, optimizer_rules
+from autograd_helpers.checks.anomaly._training import run_training_step
 from autograd_helpers.checks.function import check_function
 
 __all__ = ["check_finite_gradients", "check_safe_backward", "check_training_step"]
@@ -52,11 +38,6 @@ CUSTOM_NOTE = (
     "a valid fix. "
     "The chapter's fixes need none: a function that handles the singular point "
     "(`torch.linalg.vector_norm`), or the double `torch.where`."
-)
-NO_BACKWARD_NOTE = (
-    "Note: the checker saw no backward pass in your step (no `backward()` or "
-    "`torch.autograd.grad`), yet its updates are right: a gradient computed another way "
-    "(by hand, for example) is fine."
 )
 
 
@@ -250,41 +231,6 @@ def check_safe_backward(
     )
 
 
-def _reference_runs(reference: Callable[..., Tensor], setting: Setting) -> bool:
-    """Whether the reference runs at a probe: where it cannot, there is nothing to compare."""
-    try:
-        as_meant(reference, copies(setting.inputs))
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _run_step(
-    step: Callable[..., Any],
-    label: str,
-    reference: Callable[..., Tensor],
-    setting: Setting,
-    state: tuple[list[Tensor], list[Tensor], list[list[Tensor]], int],
-    contained: Contained,
-) -> StepRun:
-    mine, theirs, earlier, number = state
-    before = [TensorState.take(t) for t in mine]
-    theirs_before = [t.detach().clone() for t in theirs]
-    calls = GlobalCalls()
-    # what it calls and each backward pass's loss; the optimizers' settings at each step
-    with watching(tuple(OTHER_RULES), keep_outputs=True) as watch, optimizer_rules() as rules:
-        outcome = run_learner_code(calls.around(step), *mine)
-    lasting = [*outcome.side_effects, *contained.changes()]
-    lasting += calls.said(lasting)
-    contained.restore()
-    want = as_meant(reference, theirs)
-    names = argument_names(step, len(mine))
-    return StepRun(
-        label, setting, number, names, step, reference, mine, before, theirs, theirs_before,
-        earlier, outcome, watch, lasting, want, rules,
-    )  # fmt: skip
-
-
 def check_training_step(
     step: object,
     *,
@@ -335,30 +281,4 @@ def check_training_step(
     if (problem := callable_verdict(label, step)) is not None:
         return problem
     assert callable(step)
-    example = example_inputs(make_inputs)
-    probes = [s for s in probe_settings(example) if _reference_runs(reference, s)]
-    settings = [Setting("", example, steps, "example"), *probes]
-    names = argument_names(step, len(example))
-    contained = chapter_contained(
-        step, {f"`{names[k]}` from make_inputs()": t for k, t in enumerate(example)}
-    )
-    passes = 0
-    for setting in settings:
-        mine, theirs = copies(setting.inputs), copies(setting.inputs)
-        earlier: list[list[Tensor]] = []
-        for number in range(1, setting.steps + 1):
-            run = _run_step(
-                step, label, reference, setting, (mine, theirs, earlier, number), contained
-            )
-            if (verdict := first_found(STEP_CHECKS, run)) is not None:
-                return verdict
-            passes += run.watch.backward_passes
-            earlier.append([theirs[k].detach() - run.theirs_before[k] for k in run.trained])
-    each = ", one backward pass each," if passes else ""
-    return CheckResult(
-        "passed",
-        f"{label} passed: {steps} steps with the reference's losses and parameters{each} "
-        f"and the same at {len(settings) - 1} probes (other batch sizes, a large gradient, "
-        "float64).",
-        () if passes else (NO_BACKWARD_NOTE,),
-    )
+    return run_training_step(step, label, reference, make_inputs, steps)

@@ -1,32 +1,27 @@
 """``check_training_step`` as named checks, run in order after every step.
 
 The learner's step and the reference run side by side on copies of the same inputs (the
-example for a few steps, then each probe of :mod:`._settings` for one). After each
-step :data:`STEP_CHECKS` judge it, one property each: it ran; it left nothing behind; it
-returned the loss (a tensor of one element, a Python or NumPy number) and the loss is the
-specified one; it ran one backward pass, on that loss; it left the data as it found it and
-no hook on the parameters; the parameters moved as the reference's did (once, by
-``-lr * grad``); it fixed the step rather than running the broken one under copying hooks.
+example for a few steps, then each probe of :mod:`._settings` for one: :mod:`._training`).
+After each step (a :class:`~._step_run.StepRun`) :data:`STEP_CHECKS` judge it, one
+property each: it ran; it left nothing behind; it returned the loss (a tensor of one
+element, a Python or NumPy number) and the loss is the specified one; it ran one backward
+pass, on that loss; it left the data as it found it and no hook on the parameters; the
+parameters moved as the reference's did (once, by ``-lr * grad``); it fixed the step rather
+than running the broken one under copying hooks.
 """
 
 from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import Tensor
 
 from autograd_helpers._common.code import code_names
-from autograd_helpers._common.runner import Outcome
-from autograd_helpers._common.tensors import TensorState
 from autograd_helpers.checks._contain.contained import said
-from autograd_helpers.checks._contain.watch import Usage
 from autograd_helpers.checks._core.feedback import (
     CheckResult,
-    failed,
     from_learner_error,
     lasting_change,
 )
@@ -34,16 +29,16 @@ from autograd_helpers.checks._core.numeric import format_number, worst_mismatch
 from autograd_helpers.checks.anomaly._settings import (
     BATCH_HINT,
     DTYPE_HINT,
-    Setting,
     as_meant,
     copies,
     loss_problem,
     loss_value,
     reference_gradient,
 )
+from autograd_helpers.checks.anomaly._step_run import StepRun
 from autograd_helpers.checks.anomaly._updates import Update, update_hint
 
-__all__ = ["STEP_CHECKS", "StepRun"]
+__all__ = ["STEP_CHECKS"]
 
 INPLACE_HINT = (
     "Hint: a tensor that backward needs was changed in place. "
@@ -74,45 +69,6 @@ _ERROR_HINTS = (
     ("does not require grad", CUT_HINT),
     ("only for scalar outputs", SCALAR_HINT),
 )
-
-
-@dataclass
-class StepRun:
-    """One step of the learner's and of the reference, from the same values."""
-
-    label: str
-    setting: Setting
-    number: int
-    names: list[str]
-    step: object
-    reference: Callable[..., Any]
-    mine: list[Tensor]  # the learner's tensors, after the step
-    before: list[TensorState]  # and as they were before it
-    theirs: list[Tensor]  # the reference's, after its step
-    theirs_before: list[Tensor]
-    earlier: list[list[Tensor]]  # the reference's updates at the steps before
-    outcome: Outcome
-    watch: Usage
-    lasting: list[str]
-    want: Tensor  # the specified loss, float64
-    rules: list[str]  # optimizer settings other than plain SGD its steps used, in words
-
-    @property
-    def trained(self) -> list[int]:
-        return [k for k, t in enumerate(self.theirs) if t.requires_grad]
-
-    @property
-    def when(self) -> str:
-        """``step 2``, or ``step 1, in float64 (a probe: ...)`` at a probe."""
-        return f"step {self.number}{self.setting.where}"
-
-    @property
-    def after(self) -> str:
-        """``after step 2``, or ``after step 1, in float64 (...),``: to start a sentence."""
-        return f"after {self.when}{',' if self.setting.where else ''}"
-
-    def fail(self, title: str, *details: str) -> CheckResult:
-        return failed(self.label, title, *details)
 
 
 def _ran(run: StepRun) -> CheckResult | None:

@@ -33,9 +33,8 @@ from autograd_helpers.checks.modes._grads import freezing_note
 from autograd_helpers.checks.modes._predictions import (
     EXERCISE_QUESTIONS,
     answers_of,
-    read,
+    marked,
     require_questions,
-    spelling_notes,
 )
 from autograd_helpers.modes import mode_table
 
@@ -264,19 +263,7 @@ def check_mode_predictions(
     problem = _grad_mode_off(name)
     if problem is not None:
         return problem
-    table = {(r["mode"], r["grad mode"]): r for r in _table(caller, model, x)}
-    lines, wrong, truths = [], 0, []
-    for (mode, grad, column), answer in zip(asked, answers, strict=True):
-        truth = table[mode, grad][column]
-        truths.append(truth)
-        reading = read(answer, truth)
-        if reading.right:
-            note = "" if isinstance(answer, bool) else f" (you wrote {answer!r})"
-            lines.append(f"✓ {mode}, {grad}, {column}: {truth}{note}")
-        else:
-            wrong += 1
-            lines.append(f"✗ {mode}, {grad}, {column}: you said {reading.said}; it is {truth!r}")
-    lines += spelling_notes(answers, truths)
+    lines, wrong = marked(asked, answers, _table(caller, model, x))
     if wrong:
         return failed(name, f"{wrong} of {len(asked)} predictions are off.", *lines, *changed)
     return CheckResult(

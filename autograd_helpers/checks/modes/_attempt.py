@@ -20,7 +20,8 @@ from autograd_helpers._common.runner import Outcome
 from autograd_helpers.checks._contain.modules import ModelRecord, NotebookModels
 from autograd_helpers.checks._core.feedback import CheckResult, failed
 from autograd_helpers.checks.modes._cases import Case, Expected, expected, loader_for
-from autograd_helpers.checks.modes._contain import Kept, Layout, contained_call
+from autograd_helpers.checks.modes._contain import Kept, contained_call
+from autograd_helpers.checks.modes._kept import Layout
 
 __all__ = ["Attempt", "as_number", "attempt", "copy_note"]
 

@@ -12,12 +12,11 @@ what changed into a verdict of its own, in plain words.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
-from torch import nn
 
 from autograd_helpers._common.runner import Outcome, run_learner_code
 from autograd_helpers.checks._contain.contained import (
@@ -27,21 +26,16 @@ from autograd_helpers.checks._contain.contained import (
     _settings_changed,
 )
 from autograd_helpers.checks._contain.global_calls import GlobalCalls
-from autograd_helpers.checks._contain.modules import ModelRecord, listed
 from autograd_helpers.checks._contain.names import Containers
 from autograd_helpers.checks._contain.reach import reached_functions
-from autograd_helpers.checks._core.feedback import CheckResult, failed, lasting_change
+from autograd_helpers.checks._core.feedback import CheckResult, lasting_change
 
 __all__ = [
     "WORDS",
     "Kept",
-    "Layout",
     "Reached",
-    "Recorded",
-    "attributes_kept",
     "contained_call",
     "global_calls_kept",
-    "layout_kept",
     "outside_kept",
 ]
 
@@ -202,108 +196,3 @@ def global_calls_kept(run: Called) -> CheckResult | None:
         run.contained.global_calls,
         "every later call and cell that reads it",
     )
-
-
-class Recorded(Protocol):
-    """One call of a learner's function on a model recorded before the call."""
-
-    @property
-    def label(self) -> str: ...
-
-    @property
-    def record(self) -> ModelRecord: ...
-
-    @property
-    def model(self) -> nn.Module: ...
-
-
-def attributes_kept(doing: str) -> Callable[[Recorded], CheckResult | None]:
-    """A check: a verdict when the call set, added or deleted plain attributes of the model's
-    modules (``doing``: ``"evaluating"``, how the verdict names what the function does)."""
-
-    def check(run: Recorded) -> CheckResult | None:
-        changed = run.record.attributes_changed(run.model)
-        if not changed:
-            return None
-        return failed(
-            run.label,
-            f"it changed attributes of the model's modules ({listed(changed)}): {doing} "
-            "leaves every module's settings as they were.",
-            "Those attributes decide what later forward passes compute (dropout's `p`, batch "
-            "norm's `momentum` and `eps`), and an attribute a module does not know (such as "
-            "`model.evaluated = True`) is read by nothing. Leave the modules' attributes alone.",
-        )
-
-    check.__name__ = "_attributes_kept"
-    return check
-
-
-def _layout(module: nn.Module) -> tuple[set[str], set[str], set[str], set[str]]:
-    return (
-        set(vars(module)),
-        set(module._buffers),
-        set(module._parameters),
-        set(module._modules),
-    )
-
-
-class Layout:
-    """Each module's attribute names (private ones too), buffers, parameters and submodules,
-    as they were: a call that adds or removes one (``model._evaluated = True``,
-    ``model.register_buffer("n_evals", ...)``) changed the model for good."""
-
-    def __init__(self, model: nn.Module) -> None:
-        self.before = {name: _layout(m) for name, m in model.named_modules()}
-
-    def changed(self, model: nn.Module) -> list[str]:
-        """``["`_evaluated` (an attribute)", "`n_evals` (a buffer)"]``: added or removed."""
-        kinds = ("an attribute", "a buffer", "a parameter", "a submodule")
-        found: list[str] = []
-        for name, module in model.named_modules():
-            if name not in self.before:
-                continue
-            seen: set[str] = set()
-            for kind, now, was in zip(kinds, _layout(module), self.before[name], strict=True):
-                for key in sorted(now ^ was):
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    where = f"{name}.{key}" if name else key
-                    verb = "added" if key in now else "removed"
-                    found.append(f"`{where}` ({kind}, {verb})")
-        return found
-
-
-class Laid(Protocol):
-    """One call of a learner's function on a model whose layout was recorded before."""
-
-    @property
-    def label(self) -> str: ...
-
-    @property
-    def layout(self) -> Layout: ...
-
-    @property
-    def model(self) -> nn.Module: ...
-
-
-def layout_kept(doing: str) -> Callable[[Any], CheckResult | None]:
-    """A check: a verdict when the call added or removed attributes (private ones too),
-    buffers, parameters or submodules of the model's modules."""
-
-    def check(run: Laid) -> CheckResult | None:
-        changed = run.layout.changed(run.model)
-        if not changed:
-            return None
-        return failed(
-            run.label,
-            f"it changed what the model's modules hold ({', '.join(changed)}): {doing} "
-            "leaves the model as it found it.",
-            "A buffer registered on the model is saved in its `state_dict` and moves with "
-            "`.to()`, and an attribute, private (`_evaluated`) or not, stays on the model "
-            "for every later cell: keep counters and flags outside the model, or leave "
-            "them out.",
-        )
-
-    check.__name__ = "_layout_kept"
-    return check

@@ -19,14 +19,14 @@ from autograd_helpers.checks._contain.modules import listed, notebook_kept, sett
 from autograd_helpers.checks._core.feedback import CheckResult, first_found, raised_verdict
 from autograd_helpers.checks.modes._attempt import Attempt, as_number
 from autograd_helpers.checks.modes._cases import FEATURES, WRONG_LOOPS
-from autograd_helpers.checks.modes._contain import (
-    attributes_kept,
-    global_calls_kept,
-    layout_kept,
-    outside_kept,
-)
+from autograd_helpers.checks.modes._contain import global_calls_kept, outside_kept
 from autograd_helpers.checks.modes._grads import evaluation_grads_kept
-from autograd_helpers.checks.modes._kept import dtypes_kept, hooks_kept
+from autograd_helpers.checks.modes._kept import (
+    attributes_kept,
+    dtypes_kept,
+    hooks_kept,
+    layout_kept,
+)
 
 __all__ = ["CHECKS", "CHECKS_WHEN_A_BATCH_RAISES", "judge"]
 

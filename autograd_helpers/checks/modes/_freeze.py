@@ -31,11 +31,8 @@ from autograd_helpers.checks._core.feedback import CheckResult, failed, raised_v
 from autograd_helpers.checks.modes._cases import chapter_model
 from autograd_helpers.checks.modes._contain import (
     Kept,
-    Layout,
-    attributes_kept,
     contained_call,
     global_calls_kept,
-    layout_kept,
     outside_kept,
 )
 from autograd_helpers.checks.modes._grads import (
@@ -44,7 +41,13 @@ from autograd_helpers.checks.modes._grads import (
     grad_changes,
     with_gradients,
 )
-from autograd_helpers.checks.modes._kept import dtypes_kept, hooks_kept
+from autograd_helpers.checks.modes._kept import (
+    Layout,
+    attributes_kept,
+    dtypes_kept,
+    hooks_kept,
+    layout_kept,
+)
 
 __all__ = ["CHECKS", "NETWORKS", "Attempt", "Network", "attempt", "judge", "mode_note"]
 

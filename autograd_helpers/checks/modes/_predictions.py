@@ -4,12 +4,13 @@ Used by ``check_mode_predictions``. A yes/no entry is answered by ``True``/``Fal
 and ``0``, ``1.0`` and ``0.0``, NumPy's and torch's bools (0-dim, or one element) mean the
 same and count. A count (bytes saved) may be any number equal to it. The ``backward``
 column reads ``"works"`` or ``"fails: ..."``: ``True``/``False`` or ``"works"``/``"fails"``
-answer it. A whole answer list may also be a 1-D NumPy array or tensor.
+answer it. A whole answer list may also be a 1-D NumPy array or tensor. :func:`marked`
+reads each answer against its truth and writes the feedback's line for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ __all__ = [
     "MODES",
     "Reading",
     "answers_of",
+    "marked",
     "read",
     "require_questions",
     "spelling_notes",
@@ -155,3 +157,34 @@ def read(answer: object, truth: object) -> Reading:
     if meant is not None and (type(meant) is not type(answer) or meant != answer):
         shown += f" (read as {meant!r})"
     return Reading(right, shown)
+
+
+def marked(
+    asked: Sequence[Question],
+    answers: Sequence[object],
+    rows: Sequence[Mapping[str, object]],
+) -> tuple[list[str], int]:
+    """Each answer read against its truth in ``rows`` (``mode_table``'s, one per mode and
+    grad mode): a line per question (✓ or ✗, and how the answer was read), the spelling
+    notes after them, and how many answers are wrong.
+
+    Example::
+
+        >>> rows = [{"mode": "eval", "grad mode": "enabled", "dropout active": False}]
+        >>> marked([("eval", "enabled", "dropout active")], [0.0], rows)
+        (['✓ eval, enabled, dropout active: False (you wrote 0.0)'], 0)
+    """
+    table = {(row["mode"], row["grad mode"]): row for row in rows}
+    lines, wrong, truths = [], 0, []
+    for (mode, grad, column), answer in zip(asked, answers, strict=True):
+        truth = table[mode, grad][column]
+        truths.append(truth)
+        reading = read(answer, truth)
+        if reading.right:
+            note = "" if isinstance(answer, bool) else f" (you wrote {answer!r})"
+            lines.append(f"✓ {mode}, {grad}, {column}: {truth}{note}")
+        else:
+            wrong += 1
+            lines.append(f"✗ {mode}, {grad}, {column}: you said {reading.said}; it is {truth!r}")
+    lines += spelling_notes(answers, truths)
+    return lines, wrong

@@ -6,7 +6,8 @@ specified one does: prepare the batch (each sample to mean 0 and standard deviat
 ``optimizer.step()``. :func:`attempt` runs the learner's step once on copies of the
 notebook's model, optimizer and samples, and the specified step on other copies; the
 gradients are seeded with a marker first, so that a step that forgets to zero them shows.
-What it records is an :class:`Attempt`, for the checks of ``_step`` to judge. The
+What it records is an :class:`Attempt` (the optimizer's settings and hooks before and
+after: ``_optimizer_changes``), for the checks of ``_step`` to judge. The
 notebook's own objects are never handed to the learner's code (the caller puts them back
 if the step reaches them by name).
 """
@@ -21,7 +22,6 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.optim import optimizer as optim_module
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from autograd_helpers._common.runner import Outcome, run_learner_code
@@ -29,6 +29,11 @@ from autograd_helpers._common.tensors import same_values
 from autograd_helpers._common.validate import require_float_tensor
 from autograd_helpers.checks._contain.modules import ModelRecord
 from autograd_helpers.checks.profiler._left import Left, optimizer_state, state_changes
+from autograd_helpers.checks.profiler._optimizer_changes import (
+    group_settings,
+    hooks_added,
+    settings_changed,
+)
 
 __all__ = [
     "MARKER",
@@ -155,58 +160,6 @@ def _watching_steps(
         handle.remove()
 
 
-def _settings(optimizer: torch.optim.Optimizer) -> list[dict[str, object]]:
-    """Each param group's settings (lr, momentum...), everything but its parameters."""
-    return [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
-
-
-def _settings_changed(before: list[dict[str, object]], after: list[dict[str, object]]) -> list[str]:
-    if len(before) != len(after):
-        return [f"its number of param groups ({len(before)} → {len(after)})"]
-    found = []
-    for index, (was, now) in enumerate(zip(before, after, strict=True)):
-        for key in sorted(set(was) | set(now)):
-            old, new = was.get(key, "unset"), now.get(key, "unset")
-            if type(old) is not type(new) or old != new:
-                found.append(f"{key} of param group {index}: {old!r} → {new!r}")
-    return found
-
-
-_HOOK_TABLES = {
-    "_optimizer_step_pre_hooks": "a step pre-hook on the optimizer (`register_step_pre_hook`)",
-    "_optimizer_step_post_hooks": "a step post-hook on the optimizer (`register_step_post_hook`)",
-    "_optimizer_state_dict_pre_hooks": "a state_dict hook on the optimizer",
-    "_optimizer_state_dict_post_hooks": "a state_dict hook on the optimizer",
-    "_optimizer_load_state_dict_pre_hooks": "a load_state_dict hook on the optimizer",
-    "_optimizer_load_state_dict_post_hooks": "a load_state_dict hook on the optimizer",
-}
-
-
-def _hooks(optimizer: torch.optim.Optimizer) -> dict[str, int]:
-    """How many hooks of each kind: the optimizer's own, and every optimizer's (global)."""
-    counts = {name: len(getattr(optimizer, name, None) or {}) for name in _HOOK_TABLES}
-    counts["global pre"] = len(optim_module._global_optimizer_pre_hooks)
-    counts["global post"] = len(optim_module._global_optimizer_post_hooks)
-    return counts
-
-
-def _global_tables() -> tuple[dict[int, Any], dict[int, Any]]:
-    return optim_module._global_optimizer_pre_hooks, optim_module._global_optimizer_post_hooks
-
-
-def _global_hooks() -> list[set[int]]:
-    return [set(table) for table in _global_tables()]
-
-
-def _hooks_added(before: dict[str, int], after: dict[str, int]) -> list[str]:
-    said = {
-        **_HOOK_TABLES,
-        "global pre": "a step pre-hook on every optimizer (`register_optimizer_step_pre_hook`)",
-        "global post": "a step post-hook on every optimizer (`register_optimizer_step_post_hook`)",
-    }
-    return list(dict.fromkeys(said[k] for k, n in after.items() if n > before.get(k, 0)))
-
-
 def _specified(
     model: nn.Module, optimizer: torch.optim.Optimizer, batch: Tensor
 ) -> tuple[list[Tensor], list[Tensor], list[dict[str, Any]]]:
@@ -250,9 +203,9 @@ def attempt(
     before = [p.detach().clone() for p in params]
     flags = _flags(mine)
     copied = samples.detach().clone()
-    settings = _settings(given)
-    with _watching_steps(run, given, params):
-        hooks = _hooks(given)  # the checker's own watch is not the learner's hook
+    settings = group_settings(given)
+    # the checker's own watch is not the learner's hook: counted after it is registered
+    with _watching_steps(run, given, params), hooks_added(given) as added:
         torch.manual_seed(SEED)
 
         left = Left(fn, mine, given)  # what else it could leave changed
@@ -264,7 +217,6 @@ def attempt(
             run.left = left.random_changes()  # before the runner puts them back
             return result
 
-        globals_before = _global_hooks()
         try:
             run.outcome = run_learner_code(step, mine, given, copied)
             run.left += left.changes()
@@ -274,11 +226,8 @@ def attempt(
             )
         finally:
             left.restore()
-        run.hooks_added = _hooks_added(hooks, _hooks(given))
-        for table, keys in zip(_global_tables(), globals_before, strict=True):
-            for key in [k for k in table if k not in keys]:  # every optimizer would run it
-                del table[key]
-    run.settings_changed = _settings_changed(settings, _settings(given))
+    run.hooks_added = added
+    run.settings_changed = settings_changed(settings, group_settings(given))
     run.samples_changed = not same_values(copied, samples)
     run.requires_grad_changed = copied.requires_grad != samples.requires_grad
     if run.outcome.error is None:

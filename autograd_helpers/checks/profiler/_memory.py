@@ -4,7 +4,8 @@ Used by ``check_saved_bytes``. Counting ``ctx.save_for_backward`` alone misses a
 who keeps an intermediate on the class, in a global, in a closure, as an attribute of the
 input or the output, in a NumPy array, or written into a tensor that existed before
 forward (a global buffer filled in place): the memory is held all the same.
-:func:`measure` runs forward once and sees every storage its operators allocate
+:func:`measure` runs forward once (:class:`~._forward.WatchedForward`) and sees every
+storage its operators allocate
 (:class:`~autograd_helpers.checks._contain.watch.Allocations` keeps a weak reference to each),
 every NumPy buffer (``tracemalloc``, NumPy's own domain), and every tensor the code reaches by
 name whose version counter forward moved. Whatever is still alive after forward returned, other than
@@ -24,10 +25,7 @@ back (:class:`~autograd_helpers.checks._contain.contained.Contained`).
 
 from __future__ import annotations
 
-import contextlib
-import fnmatch
 import gc
-import tracemalloc
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,20 +39,13 @@ from torch.utils._pytree import tree_leaves
 from autograd_helpers._common.leaves import fresh_leaf
 from autograd_helpers._common.runner import Outcome, run_learner_code
 from autograd_helpers.checks._contain.contained import Contained
-from autograd_helpers.checks._contain.watch import Allocations
 from autograd_helpers.checks._core.submission import forward_parameter_names
-from autograd_helpers.checks.profiler._left import random_changes, random_states
-from autograd_helpers.checks.profiler._python import FilesWritten, digest, storage_kind
+from autograd_helpers.checks.profiler._forward import WatchedForward
+from autograd_helpers.checks.profiler._python import digest, storage_kind
 from autograd_helpers.checks.profiler._routes import ctx_attributes, number_bytes, routes
 from autograd_helpers.checks.profiler._written import versions, written
 
 __all__ = ["SCALAR", "Held", "Memory", "measure"]
-
-_NUMPY_DOMAIN = int(np.lib.tracemalloc_domain)
-_PYTHON_DOMAIN = 0
-_OURS = "*/autograd_helpers/*"  # the checker's own bookkeeping (the innermost frame)
-_WATCH = "*/autograd_helpers/checks/_contain/watch.py"  # its dispatch mode (any frame)
-_FRAMES = 64
 
 
 SCALAR = "a 0-dim tensor (a scalar)"
@@ -162,73 +153,33 @@ def measure(fn: type[Function], inputs: tuple[Tensor, ...]) -> Memory | Outcome:
 def _measure(fn: type[Function], inputs: tuple[Tensor, ...]) -> Memory | Outcome:
     leaves = [fresh_leaf(x) for x in inputs]
     names = forward_parameter_names(fn, len(leaves))
-    packed: list[Tensor] = []
-    allocations = Allocations()
     before = list(routes(fn, None, leaves, names))
     arrays_before = {id(v) for _, v in before if isinstance(v, np.ndarray)}
     numbers_before = {id(v): (n, digest(v)) for _, v in before if (n := number_bytes(v))}
     existing = versions(before)
-
-    def pack(tensor: Tensor) -> Tensor:
-        packed.append(tensor)
-        return tensor
-
-    tracing = tracemalloc.is_tracing()  # if someone else traces, NumPy's bytes go uncounted
-    numpy: list[tracemalloc.Snapshot] = []
-    files = FilesWritten()
-    drawn: list[str] = []  # NumPy's or Python's random state changed by forward
-
-    def forward(watched: bool) -> Any:
-        with (
-            torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t),
-            allocations if watched else contextlib.nullcontext(),
-            files,
-        ):
-            rng = random_states()  # before the trace: its arrays are the checker's
-            if not tracing:
-                gc.collect(1)
-                tracemalloc.start(_FRAMES)
-            try:
-                return fn.apply(*leaves)
-            finally:
-                if not tracing:
-                    gc.collect(1)  # forward's garbage in reference cycles is not held
-                    numpy.append(tracemalloc.take_snapshot())
-                    tracemalloc.stop()
-                drawn[:] = random_changes(rng)
-
-    def again(watched: bool) -> Outcome:
-        packed.clear()
-        numpy.clear()
-        allocations.storages.clear()
-        return run_learner_code(forward, watched)
-
-    # a warm-up first: the first call under the watch fills torch's caches (Python objects)
-    outcome = run_learner_code(forward, True)
-    if outcome.error is None:
-        outcome = again(True)
-    if outcome.error is not None:  # an operator that refuses a dispatch mode? Not watched, then
-        outcome = again(False)
+    forward = WatchedForward(fn, leaves)
+    outcome = forward.run()
     if outcome.error is not None:
         return outcome
     outputs = [t for t in tree_leaves(outcome.value) if isinstance(t, Tensor)]
     output_keys = {_key(t) for t in outputs}
     saved: dict[int, Held] = {}
-    for tensor in packed:
+    for tensor in forward.packed:
         saved.setdefault(_key(tensor), Held(_nbytes(tensor), _what(tensor, leaves, output_keys)))
-    parts = {_key(part) for tensor in packed for part in _parts(tensor)}
+    parts = {_key(part) for tensor in forward.packed for part in _parts(tensor)}
     known = output_keys | set(saved) | parts | {_key(x) for x in leaves}
-    alive = {k: n for k, n in _alive(allocations.storages).items() if k not in known}
+    storages = forward.allocations.storages
+    alive = {k: n for k, n in _alive(storages).items() if k not in known}
     if alive:  # an intermediate in a reference cycle is garbage, not held: collect, look again
         gc.collect(1)  # the young generations, where forward's garbage is: a full one is slow
-        alive = {k: n for k, n in _alive(allocations.storages).items() if k not in known}
+        alive = {k: n for k, n in _alive(storages).items() if k not in known}
     node = getattr(outputs[0], "grad_fn", None) if outputs else None
     reached = list(routes(fn, node, leaves, names, outputs))
     memory = Memory(outcome.value, list(saved.values()), ctx_attributes=ctx_attributes(node))
-    memory.side_effects = (*outcome.side_effects, *drawn)
+    memory.side_effects = (*outcome.side_effects, *forward.drawn)
     memory.input_bytes = sum(_nbytes(x) for x in leaves)
-    memory.files = files.paths
-    files.remove_created()
+    memory.files = forward.files.paths
+    forward.files.remove_created()
     for key, nbytes in sorted(alive.items()):
         route = next((r for r, v in reached if _within(v, key, nbytes)), "")
         memory.elsewhere.append(Held(nbytes, "an intermediate", route))
@@ -236,30 +187,13 @@ def _measure(fn: type[Function], inputs: tuple[Tensor, ...]) -> Memory | Outcome
     memory.elsewhere += _beyond_the_output(outputs, {_key(x) for x in leaves})
     memory.elsewhere += _numbers(reached, numbers_before)
     memory.backward_records = _backward_records(outputs, leaves)
-    if numpy:
-        traces = numpy[0].filter_traces([tracemalloc.DomainFilter(True, _NUMPY_DOMAIN)]).traces
-        memory.numpy_bytes = sum(trace.size for trace in traces)
-        memory.python_bytes = _python_bytes(numpy[0])
+    if (traced := forward.traced_bytes()) is not None:
+        memory.numpy_bytes, memory.python_bytes = traced
         memory.numpy_route = next(
             (r for r, v in reached if isinstance(v, np.ndarray) and id(v) not in arrays_before),
             "",
         )
     return memory
-
-
-def _python_bytes(snapshot: tracemalloc.Snapshot) -> int:
-    """Bytes of Python objects forward left alive, less the checker's own (innermost frame
-    in this package) and its dispatch watch's (any frame). Each distinct traceback is
-    judged once: a filter on all frames of every trace walks, for a dict of 10,000
-    numbers, over a million frames."""
-    python = snapshot.filter_traces(
-        [tracemalloc.DomainFilter(True, _PYTHON_DOMAIN), tracemalloc.Filter(False, _OURS)]
-    )
-    return sum(
-        found.size
-        for found in python.statistics("traceback")
-        if not any(fnmatch.fnmatch(frame.filename, _WATCH) for frame in found.traceback)
-    )
 
 
 def _written(existing: list[tuple[str, Tensor, int, Tensor]]) -> list[tuple[int, Held]]:

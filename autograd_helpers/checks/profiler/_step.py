@@ -152,6 +152,9 @@ def _stepped_once(run: Attempt) -> tuple[str, ...] | None:
 
 
 def _gradients(run: Attempt) -> tuple[str, ...] | None:
+    """The gradients ``optimizer.step()`` saw are the specified loss's; where they are not,
+    the first known slip that explains them (the order of the lines, a missing zeroing, the
+    raw samples, a clip) is said, else :func:`_another_loss`."""
     if gap(run.grads, run.want_grads) <= RELATIVE_TOLERANCE:
         return None
     if all(not bool(g.any()) for g in run.grads) and run.closure:
@@ -198,6 +201,11 @@ def _gradients(run: Attempt) -> tuple[str, ...] | None:
             f"{SPECIFIED_LOSS}. Labels change nothing a step computes: drop the clipping, "
             "keep the original step's lines, each inside its region.",
         )
+    return _another_loss(run)
+
+
+def _another_loss(run: Attempt) -> tuple[str, ...]:
+    """Gradients that no known slip explains: those of another loss, by a factor if any."""
     scale = scale_of(run.grads, run.want_grads)
     if scale is not None:
         times = f"{scale:.4g} times"
