@@ -1,12 +1,12 @@
 """``check_function`` and ``check_tensor``: the checkers any exercise can use.
 
-Public through :mod:`autograd_helpers.checks`; ``check_function`` runs the three steps of
-:mod:`autograd_helpers.checks.function._steps`.
+Public through :mod:`autograd_helpers.checks`; ``check_function`` checks the notebook's
+options here, then runs the three steps of :mod:`autograd_helpers.checks.function._steps` on
+each input in turn (:mod:`autograd_helpers.checks.function._runs`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,12 +16,9 @@ from torch import Tensor
 from autograd_helpers._common.validate import require_bool, require_option
 from autograd_helpers.checks._core.feedback import CheckResult, failed, stub_verdict
 from autograd_helpers.checks._core.numeric import worst_mismatch
-from autograd_helpers.checks._core.probes import also_note, probe_note
-from autograd_helpers.checks._core.submission import forward_parameter_names
 from autograd_helpers.checks._core.trial import Options, with_tolerances
-from autograd_helpers.checks.function._float32 import float32_verdict
-from autograd_helpers.checks.function._inputs import checked_wrt, probe_inputs
-from autograd_helpers.checks.function._steps import run_check
+from autograd_helpers.checks.function._inputs import checked_wrt
+from autograd_helpers.checks.function._runs import counted, float32_problem, planned_runs, run_each
 
 __all__ = ["check_function", "check_tensor"]
 
@@ -143,6 +140,43 @@ def check_function(
         >>> check_function(Cube, torch.randn(4), reference=lambda x: x**3).passed
         True
     """
+    options = _asked_options(
+        fn,
+        inputs,
+        name=name,
+        reference=reference,
+        grad_reference=grad_reference,
+        wrt=wrt,
+        atol=atol,
+        rtol=rtol,
+        eps=eps,
+        allow_callable=allow_callable,
+    )
+    runs, probed = planned_runs(inputs, also, probes)
+    result, notes = run_each(fn, runs, options, wrt, allow_callable=allow_callable, probes=probes)
+    if not result.passed:
+        return result
+    if probed:
+        problem = float32_problem(fn, runs, wrt, options)
+        if problem is not None:
+            return problem
+    return counted(result, notes, len(runs), len(probed), bool(also))
+
+
+def _asked_options(
+    fn: object,
+    inputs: tuple[object, ...],
+    *,
+    name: str | None,
+    reference: Callable[..., Any] | None,
+    grad_reference: Callable[..., Any] | None,
+    wrt: Sequence[int] | None,
+    atol: float | None,
+    rtol: float | None,
+    eps: float,
+    allow_callable: bool,
+) -> Options:
+    """The notebook's options, checked (a wrong one is the notebook's mistake: it raises)."""
     me = "check_function"
     if name is not None and not isinstance(name, str):
         raise TypeError(f"{me}(): name must be a str, got {type(name).__name__}")
@@ -163,65 +197,7 @@ def check_function(
         grad_reference=grad_reference,
         eps=float(eps),
     )
-    options = with_tolerances(asked, atol, rtol)
-    if not isinstance(also, list | tuple) or not all(isinstance(more, tuple) for more in also):
-        raise TypeError(f"{me}(): also must be a sequence of input tuples, got {also!r}")
-    if probes == "edges" and len(inputs) != 1:
-        raise ValueError(
-            f'{me}(): probes="edges" tries edge values for a function of one tensor, and this '
-            f"one takes {len(inputs)} inputs: pass probes=[...] with input tuples of your own"
-        )
-    probed = probe_inputs(probes)
-    runs = [(inputs, False), *((more, False) for more in also), *((p, True) for p in probed)]
-    result = CheckResult("passed", "")
-    notes: list[str] = []  # a note one run gives (a kink at a probe) holds for the whole check
-    for run_inputs, is_probe in runs:
-        run_options = dataclasses.replace(options, wrt=checked_wrt(run_inputs, wrt), probe=is_probe)
-        result = run_check(fn, run_inputs, run_options, allow_callable=allow_callable)
-        notes += [d for d in result.details if d.startswith("Note:") and d not in notes]
-        if not result.passed:
-            if run_inputs is inputs:
-                return result
-            names = forward_parameter_names(fn, len(run_inputs))
-            note = (
-                probe_note(run_inputs, names, None if probes == "edges" else inputs)
-                if is_probe
-                else also_note(run_inputs, names, inputs, "raised" in result.title)
-            )
-            return dataclasses.replace(result, details=(*result.details, note))
-    if probed:
-        for run_inputs, _ in runs:
-            problem = float32_verdict(
-                fn,
-                run_inputs,
-                checked_wrt(run_inputs, wrt),
-                forward_parameter_names(fn, len(run_inputs)),
-                name,
-                reference,
-                grad_reference,
-            )
-            if problem is not None:
-                return problem
-    return _counted(result, notes, len(runs), len(probed), bool(also))
-
-
-def _counted(
-    result: CheckResult, notes: list[str], runs: int, probes: int, also: bool
-) -> CheckResult:
-    """The last run's verdict, saying how many inputs passed, with every run's notes."""
-    if runs > 1:
-        count = (
-            f"on the example and {probes} probes beyond it, in float64 and float32"
-            if probes and not also
-            else f"on {runs} inputs, probes included, in float64 and float32"
-            if probes
-            else f"on {runs} example inputs"
-        )
-        result = dataclasses.replace(
-            result, title=result.title.replace(" passed:", f" passed {count}:", 1)
-        )
-    others = [d for d in result.details if not d.startswith("Note:")]
-    return dataclasses.replace(result, details=(*notes, *others))
+    return with_tolerances(asked, atol, rtol)
 
 
 def check_tensor(

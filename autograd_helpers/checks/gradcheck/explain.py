@@ -206,33 +206,11 @@ def _report(
     failing: list[int] = []  # the inputs whose block of the Jacobian has bad entries
     bad_count = 0
     for k, (num, ana) in enumerate(zip(numerical, analytical, strict=True)):
-        error = (ana - num).abs()
-        allowed = atol + rtol * num.abs()
-        bad = ~(error <= allowed)
-        bad_count += int(bad.sum())
-        if bool(bad.any()):
+        bad, worst_here = _bad_entries(num, ana, (atol, rtol), names[k], shapes[k], output_shape)
+        bad_count += bad
+        if bad:
             failing.append(k)
-        badness = torch.where(bad, (error / allowed).nan_to_num(nan=float("inf")), -1.0)
-        for flat in badness.reshape(-1).argsort(descending=True)[:WORST_SHOWN].tolist():
-            if badness.reshape(-1)[flat] < 0:
-                break
-            i, j = divmod(flat, num.shape[1])
-            element = index_text(j, shapes[k])
-            where_in = (
-                f"input `{names[k]}{element}`"
-                if names[k].isidentifier()
-                else f"{names[k]} {element or '(a scalar)'}"  # "input 0 [3]"
-            )
-            where_out = index_text(i, output_shape) or "the output"
-            worst.append(
-                (
-                    float(badness.reshape(-1)[flat]),
-                    f"output {where_out}, {where_in}: numerical "
-                    f"{format_number(float(num[i, j]))}, analytical "
-                    f"{format_number(float(ana[i, j]))} (off by "
-                    f"{format_number(float(error[i, j]))})",
-                )
-            )
+        worst += worst_here
     settings = f"eps={eps:g}, atol={atol:g}, rtol={rtol:g}"
     if not bad_count:
         return GradcheckReport(
@@ -262,3 +240,43 @@ def _report(
     return GradcheckReport(
         result.status, result.title, result.details, numerical, analytical, names
     )
+
+
+def _bad_entries(
+    num: Tensor,
+    ana: Tensor,
+    tolerances: tuple[float, float],
+    name: str,
+    shape: torch.Size,
+    output_shape: torch.Size,
+) -> tuple[int, list[tuple[float, str]]]:
+    """One input's block of the Jacobian: how many entries fail gradcheck's test, and the
+    worst few (at most ``WORST_SHOWN``), each as (error over what is allowed, a line naming
+    the entry and both values)."""
+    atol, rtol = tolerances
+    error = (ana - num).abs()
+    allowed = atol + rtol * num.abs()
+    bad = ~(error <= allowed)
+    badness = torch.where(bad, (error / allowed).nan_to_num(nan=float("inf")), -1.0)
+    worst: list[tuple[float, str]] = []
+    for flat in badness.reshape(-1).argsort(descending=True)[:WORST_SHOWN].tolist():
+        if badness.reshape(-1)[flat] < 0:
+            break
+        i, j = divmod(flat, num.shape[1])
+        element = index_text(j, shape)
+        where_in = (
+            f"input `{name}{element}`"
+            if name.isidentifier()
+            else f"{name} {element or '(a scalar)'}"  # "input 0 [3]"
+        )
+        where_out = index_text(i, output_shape) or "the output"
+        worst.append(
+            (
+                float(badness.reshape(-1)[flat]),
+                f"output {where_out}, {where_in}: numerical "
+                f"{format_number(float(num[i, j]))}, analytical "
+                f"{format_number(float(ana[i, j]))} (off by "
+                f"{format_number(float(error[i, j]))})",
+            )
+        )
+    return int(bad.sum()), worst

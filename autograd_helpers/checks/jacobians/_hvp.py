@@ -129,9 +129,21 @@ def problems() -> tuple[Problem, ...]:
         return F.softplus(-labels.to(x.dtype) * (features.to(x.dtype) @ x)).mean()
 
     x0, first_v = randn(3), randn(3)
-    column = draws(5)(2, 3, 1)  # its own draws: the other problems' stay as they were
     return (
         _problem("(x ** 3).sum() + x[0] * x[1], x of shape (3,)", "", cubic, x0, first_v),
+        *_x_probes(randn, logistic, a, q),
+        *_v_probes(randn, cubic, x0, first_v),
+        *_precision_probes(logistic),
+    )
+
+
+def _x_probes(
+    randn: Callable[..., Tensor], logistic: Callable[[Tensor], Tensor], a: Tensor, q: Tensor
+) -> tuple[Problem, ...]:
+    """Other functions and other x: a logistic loss, a matrix x, a size-1 dimension, a 0-d
+    x, an x whose Hessian would be large, and data as large as the Hessian that is none."""
+    column = draws(5)(2, 3, 1)  # its own draws: the other problems' stay as they were
+    return (
         _problem(
             "a logistic loss, x of shape (4,)", "a logistic loss", logistic, randn(4), randn(4)
         ),
@@ -169,11 +181,25 @@ def problems() -> tuple[Problem, ...]:
             randn(4),
             randn(4),
         ),
+    )
+
+
+def _v_probes(
+    randn: Callable[..., Tensor], cubic: Callable[[Tensor], Tensor], x0: Tensor, first_v: Tensor
+) -> tuple[Problem, ...]:
+    """The first problem with other v: zero, tiny, and large (H v is linear in v)."""
+    return (
         _problem(
             "the first problem with v = 0", "v = 0", cubic, x0, torch.zeros(3, dtype=torch.float64)
         ),
         _problem("the first problem with v of size 1e-30", "a tiny v", cubic, x0, randn(3) * 1e-30),
         _problem(LARGE_V, "a large v (H v is linear in v)", cubic, x0, first_v * SCALE),
+    )
+
+
+def _precision_probes(logistic: Callable[[Tensor], Tensor]) -> tuple[Problem, ...]:
+    """float32: a float32 x and v, and an x and a v whose digits float32 cannot hold."""
+    return (
         _problem(
             "a logistic loss in float32, x of shape (4,)",
             "a float32 x",

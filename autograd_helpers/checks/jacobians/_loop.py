@@ -75,7 +75,6 @@ def problems() -> tuple[Problem, ...]:
     randn = draws(2)
 
     w, a, c, w5 = randn(4, 3), randn(2, 7), randn(2, 3), randn(3, 5)
-    edges = torch.tensor([0.0, 1e-8, -1e-30, 0.5, 88.7], dtype=torch.float32)
     return (
         _problem(
             "tanh(W @ x), x of shape (3,), W of shape (4, 3)",
@@ -83,6 +82,16 @@ def problems() -> tuple[Problem, ...]:
             lambda x: torch.tanh(w.to(x.dtype) @ x),
             randn(3),
         ),
+        *_shape_probes(randn, a, c),
+        *_value_probes(w5),
+    )
+
+
+def _shape_probes(randn: Callable[..., Tensor], a: Tensor, c: Tensor) -> tuple[Problem, ...]:
+    """Outputs and inputs of every rank, where a Jacobian's shape is easy to get wrong:
+    a scalar output, a matrix output, 0-d inputs and outputs, a wide Jacobian of odd size,
+    size-1 dimensions, a one-element output of shape (1,)."""
+    return (
         _problem(
             "(x ** 2).sum(), x of shape (2, 3)",
             "a scalar output",
@@ -122,6 +131,14 @@ def problems() -> tuple[Problem, ...]:
             lambda x: x.exp().sum(1),
             randn(1, 4),
         ),
+    )
+
+
+def _value_probes(w5: Tensor) -> tuple[Problem, ...]:
+    """Values at the edges of precision: Jacobian entries above 1e4, a float32 input at
+    edge values (0, 1e-8, -1e-30, where float32's ``exp`` nearly overflows)."""
+    edges = torch.tensor([0.0, 1e-8, -1e-30, 0.5, 88.7], dtype=torch.float32)
+    return (
         _problem(
             "x.exp() * 100, x = [2, 8, 11]",
             "Jacobian entries above 1e4",
