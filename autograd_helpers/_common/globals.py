@@ -1,19 +1,19 @@
 """torch's process and thread settings that learner code could leave changed.
 
 Used by the learner-code runner: each call into learner code runs between
-:meth:`GlobalState.take` and :meth:`GlobalState.restore`, so that nothing it switches
-outlives it, and :meth:`GlobalState.changes` says in plain words what it would have left
-changed (a checker's verdict of its own). The random states (torch's, NumPy's global one,
-Python's ``random``) are only put back: using random numbers is no mistake, but drawing them
-must not change what the notebook draws next (reseeding is judged where the calls are seen,
-in ``checks.function._conduct``).
+:meth:`GlobalState.take` and :meth:`GlobalState.undo`, so that nothing it switches outlives
+it (:meth:`~GlobalState.restore`), and :meth:`~GlobalState.changes` says in plain words what
+it would have left changed (a checker's verdict of its own). The random states (torch's,
+NumPy's global one, Python's ``random``) are only put back: using random numbers is no
+mistake, but drawing them must not change what the notebook draws next (reseeding is judged
+where the calls are seen, in ``checks.function._conduct_watch``).
 
-A checker calls learner code dozens of times, so each snapshot is cheap: every setting has a
-getter of a microsecond or less, flushing of denormals is read from one multiplication of
-Python floats, NumPy's random state is read in full only when its bytes moved
-(:mod:`.random_states`), and :meth:`GlobalState.restore` sets only
-what differs, torch's random state aside (one call, which the conduct watch relies on).
-"""
+A checker calls learner code dozens of times, so the snapshot is cheap: settings are read by
+their getters, flushing of denormals from one multiplication of Python floats, NumPy's random
+state in full only when its bytes moved (:mod:`.random_states`); after the call the settings
+that cost more than a getter are read once (:class:`Reading`) for both the verdict and the
+restore, which sets back only what differs, torch's random state aside (always set: the
+conduct watch sees the runner's restore by that call)."""
 
 from __future__ import annotations
 
@@ -220,7 +220,7 @@ class GlobalState:
             torch.set_default_dtype(self.default_dtype)
         if torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
-        torch.set_rng_state(self.rng)  # always, and before NumPy's: _conduct watches this call
+        torch.set_rng_state(self.rng)  # always, before NumPy's: the conduct watch sees it
         if vars(PRINT_OPTS) != self.print_options:
             vars(PRINT_OPTS).update(self.print_options)
         if now.flush_denormal != self.flush_denormal:
