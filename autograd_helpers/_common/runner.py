@@ -203,6 +203,4 @@ def run_learner_code(
 
 
 def _undo(before: GlobalState) -> tuple[str, ...]:
-    changes = tuple(before.changes())
-    before.restore()
-    return changes
+    return tuple(before.undo())

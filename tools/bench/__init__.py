@@ -16,12 +16,16 @@ met or not, never tested.
    busy processes on the machine (:mod:`~tools.bench.margins`), read as the checkers read
    it (each row's fastest of several runs): at least 3×, so that no right answer fails
    because the machine is busy.
-7. ``make test``'s own duration (skip with ``--skip-tests``).
+7. Containment's share of a ``check_function`` call after Run All of chapter 00: the time its
+   snapshots (``GlobalState``, ``Contained``) take, compare and put back
+   (:mod:`~tools.bench.containment`), against half of the baseline measured before issue 26.
+8. ``make test``'s own duration (skip with ``--skip-tests``).
 
 Every timing goes through :func:`autograd_helpers.profiling.compare` (candidates interleaved
 over rounds; medians with their spread), the course's one timing code path.
 
 Modules: :mod:`~tools.bench.results` (records), :mod:`~tools.bench.targets` (the targets),
-:mod:`~tools.bench.measure`, :mod:`~tools.bench.margins`, :mod:`~tools.bench.report`;
+:mod:`~tools.bench.measure`, :mod:`~tools.bench.margins`, :mod:`~tools.bench.containment`,
+:mod:`~tools.bench.report`;
 ``python -m tools.bench`` runs them.
 """

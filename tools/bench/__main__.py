@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from tools.bench import margins, measure
+from tools.bench.containment import measure_containment
 from tools.bench.report import to_markdown
 from tools.bench.results import MILLION, Machine, Results
 from tools.bench.targets import judge
@@ -50,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     results.functions = measure.measure_functions(
         (1_000, 100_000, MILLION), seconds, rounds=5 if args.quick else 9
     )
+    print("containment in a check_function call…", flush=True)
+    chapter_00 = next(p for p in reference_notebooks() if p.name.startswith("00"))
+    results.containment = measure_containment(chapter_00, 5 if args.quick else 20)
     print("gradcheck explorer…", flush=True)
     results.widget_update_s = measure.measure_widget()
     print("Jacobians…", flush=True)

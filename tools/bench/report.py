@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tools.bench.results import (
+    CONTAINMENT_BASELINE_MS,
     TRUSTED_SPREAD,
+    ContainmentFigures,
     FunctionRow,
     MarginRow,
     NotebookFigures,
@@ -16,7 +18,7 @@ from tools.bench.targets import TARGETS
 
 __all__ = ["to_markdown"]
 
-NOTES = """\
+NOTES = f"""\
 A Function's time is the median of nine interleaved rounds, a Jacobian's of five
 (autograd_helpers.profiling.compare); "(unsure)" marks a figure whose rounds spread by more
 than 15% of the median. A notebook's wall time is the best of two fresh kernels, the floor's
@@ -29,6 +31,15 @@ first-touch page faults are expensive (the course's CI machine is one), allocati
 stalls well beyond its CPU time. Backward formulas write in place only into temporaries they
 created themselves, and never where a graph is being recorded; `grad_output` itself, batched
 under vmap (batched gradients, `jacrev`, `hessian`), is always multiplied out of place.
+
+Containment is the time a `check_function` call spends taking, comparing and putting back its
+snapshots (torch's and the process's settings and the random states around each call into
+learner code, `GlobalState`; what the learner's code reaches by name, `Contained`), in a kernel
+after Run All of chapter 00, on a right `Cube`: the median of 20 calls, each part timed where
+the checker calls it. The baseline, {CONTAINMENT_BASELINE_MS:g} ms of a 333 ms call (39%; the
+median of four such runs, 124 to 169 ms), was measured on 2026-11-29 on the course's 2-CPU
+machine, shared and under load (load average 3.5 to 6), before issue 26 made the snapshot
+cheap; the target is half of it.
 """
 
 
@@ -122,6 +133,8 @@ def to_markdown(results: Results) -> str:
             for r in results.jacobians
         ]
         lines += _table("Jacobian strategies (median)", ("method", "n", "time"), rows)
+    if results.containment is not None:
+        lines += _containment_table(results.containment)
     if results.margins:
         lines += _margin_table(results.margins)
     if results.workshop is not None:
@@ -144,6 +157,14 @@ def _notebook_table(figures: NotebookFigures) -> list[str]:
     rows.append(_row("*floor: import torch + autograd_helpers*", *floor))
     header = ("notebook", "wall", "limit", "peak RSS", "slowest check cell")
     return _table("Notebooks (each in a fresh kernel)", header, rows)
+
+
+def _containment_table(c: ContainmentFigures) -> list[str]:
+    rows = [_row(f"`{part}`", f"{ms:g} ms", calls) for part, ms, calls in c.parts]
+    rows.append(_row("*containment*", f"{c.containment_ms:g} ms ({c.share:.0%})", "–"))
+    rows.append(_row("*the whole call*", f"{c.check_ms:g} ms", "–"))
+    title = f"Containment in a `check_function` call (after Run All of {c.notebook})"
+    return _table(title, ("part", "time in one call (median)", "calls in one call"), rows)
 
 
 def _margin_table(margins: Sequence[MarginRow]) -> list[str]:
