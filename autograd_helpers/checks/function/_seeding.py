@@ -1,6 +1,6 @@
 """Who reseeded a global random number generator, and whether it was left so.
 
-Part of ``check_function``'s conduct (:mod:`._conduct`). A reseed is a verdict
+Part of ``check_function``'s conduct (watched in :mod:`._conduct_watch`). A reseed is a verdict
 only if the generator's state at the end of the learner's call is not what it was before,
 moved on by draws: ``torch.random.fork_rng()``, or a state saved and set back, leaves the
 notebook's random numbers alone. torch's state is compared with the states the learner's
