@@ -10,7 +10,7 @@ where the calls are seen, in ``checks.function._conduct_watch``).
 
 A checker calls learner code dozens of times, so the snapshot is cheap: settings are read by
 their getters, flushing of denormals from one multiplication of Python floats, NumPy's random
-state in full only when its bytes moved (:mod:`.random_states`); after the call the settings
+state put back only where it moved (:mod:`.random_states`); after the call the settings
 that cost more than a getter are read once (:class:`Reading`) for both the verdict and the
 restore, which sets back only what differs, torch's random state aside (always set: the
 conduct watch sees the runner's restore by that call)."""

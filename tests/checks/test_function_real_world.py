@@ -941,3 +941,29 @@ def test_tolerances_the_caller_gives_hold_against_the_reference_too():
     assert loose_atol_only.passed, loose_atol_only.message
     with pytest.raises(ValueError, match="atol"):
         check_function(RoundedSin, x, reference=torch.sin, atol=2.0)
+
+
+def test_a_reference_that_draws_leaves_every_random_state_as_it_was():
+    """An audit's case (a dropout-like reference): the notebook's generators are its own."""
+    import random
+
+    import numpy as np
+
+    class Twice(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * 2
+
+    def noisy_reference(t):
+        return t * 2 + 0 * torch.rand_like(t) + 0 * float(np.random.rand()) + 0 * random.random()
+
+    states = torch.get_rng_state(), np.random.get_state(), random.getstate()
+    result = check_function(Twice, torch.linspace(-1, 1, 5), reference=noisy_reference)
+    assert result.passed, result.message
+    assert torch.equal(torch.get_rng_state(), states[0])
+    assert np.array_equal(np.random.get_state()[1], states[1][1])
+    assert random.getstate() == states[2]

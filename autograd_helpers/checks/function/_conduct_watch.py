@@ -106,7 +106,7 @@ class _Watch:
                 return
             if seeding.call and seeding.left_changed(kept.rng):
                 self.reseeded(seeding.call)
-            numpy_kept = kept.numpy_random  # compared in full only when its bytes moved
+            numpy_kept = kept.numpy_random
             if numpy_kept is not None and numpy_kept.moved() and numpy_reseeded(numpy_kept.state):
                 self.reseeded(self.numpy_calls[0] if self.numpy_calls else "`np.random.seed`")
             seeding.call, seeding.states = "", []

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from autograd_helpers._common.leaves import fresh_leaves, working_copies
+from autograd_helpers._randomness import random_states_kept
 from autograd_helpers.checks._core.numeric import format_number, located
 from autograd_helpers.checks._core.trial import Options
 
@@ -66,8 +67,9 @@ class Reference:
             )
 
     def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
+        try:  # a reference that draws (a dropout) must not move the notebook's generators
+            with random_states_kept():
+                return fn(*args, **kwargs)
         except Exception as exc:
             raise ValueError(
                 f"check_function(): the {self.role} raised {type(exc).__name__}: {exc}. The "
