@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import functools
 
+import pytest
 import torch
 
 from autograd_helpers._common.reach import modules_reachable, reachable
 from autograd_helpers._common.tensors import TensorState
 from autograd_helpers.checks._contain.contained import Contained, said
+from autograd_helpers.checks._contain.global_calls import GlobalCalls
 from autograd_helpers.checks._contain.names import Containers
 from autograd_helpers.checks._core.problems import WORDS
 from autograd_helpers.checks.gradcheck._saved import EXAMPLE, kept_outside_ctx
@@ -178,3 +180,21 @@ def test_an_optimizers_settings_and_a_modules_attributes_are_said_and_put_back()
     assert "it changed the module `layer` (its parameters, buffers or mode)" in changes
     assert optimizer.param_groups[0]["lr"] == 0.1
     assert not hasattr(layer, "scale")
+
+
+@pytest.mark.parametrize(
+    ("seeding", "named"),
+    [
+        (lambda: torch.manual_seed(0), "(`torch.manual_seed`)"),
+        (lambda: torch.random.manual_seed(0), "(`torch.manual_seed`)"),
+        (lambda: torch.seed(), "(`torch.seed`)"),
+        (lambda: torch.random.seed(), "(`torch.seed`)"),
+    ],
+    ids=["manual_seed", "random.manual_seed", "seed", "random.seed"],
+)
+def test_a_reseed_is_named_by_the_call_that_made_it(seeding, named):
+    """A learner audit: `torch.seed()` was said as `torch.manual_seed` in chapters 04 and 05."""
+    calls = GlobalCalls()
+    with torch.random.fork_rng(devices=[]), calls:
+        seeding()
+    assert calls.reseeded and named in calls.said()[0], calls.said()

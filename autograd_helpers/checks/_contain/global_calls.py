@@ -36,7 +36,7 @@ _THREADS = ((torch, "set_num_threads"),)
 _FLUSH = ((torch, "set_flush_denormal"),)
 
 RESEEDED = (
-    "it reseeded torch's random generator (`torch.manual_seed`): every later random draw "
+    "it reseeded torch's random generator (`torch.{call}`): every later random draw "
     "of the notebook (weights, dropout, shuffling) would repeat the same numbers; leave the "
     "seed to the notebook"
 )
@@ -75,6 +75,7 @@ class GlobalCalls:
     def __init__(self, *, draws: bool = True) -> None:
         self.draws = draws  # whether drawing random numbers is a verdict here
         self.reseeded = False
+        self.reseeded_by = "manual_seed"  # the seeding call seen (a seed changed without one)
         self.drew = False
         self.threads = False
         self.flush = False
@@ -86,12 +87,15 @@ class GlobalCalls:
     def _wrap(self, owner: Any, name: str, flag: str) -> None:
         self._patched.wrap(owner, name, lambda *args, **kwargs: setattr(self, flag, True))
 
+    def _seen_seeding(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.reseeded, self.reseeded_by = True, name
+
     def __enter__(self) -> GlobalCalls:
         self._state = torch.get_rng_state()
         self._seed = torch.initial_seed()
         self._flushing = flushing_denormals()
         for owner, name in _SEEDS:
-            self._wrap(owner, name, "reseeded")
+            self._patched.wrap(owner, name, functools.partial(self._seen_seeding, name))
         for owner, name in _THREADS:
             self._wrap(owner, name, "threads")
         for owner, name in _FLUSH:
@@ -126,7 +130,7 @@ class GlobalCalls:
         """Each thing seen, one sentence (a thread count ``already`` names is not repeated)."""
         found = []
         if self.reseeded:
-            found.append(RESEEDED)
+            found.append(RESEEDED.format(call=self.reseeded_by))
         elif self.drew and self.draws:
             found.append(DREW)
         if self.threads and not any("threads" in text for text in already):
