@@ -16,7 +16,7 @@ Part of ``check_function`` (:mod:`._steps`). Right numbers can come from code th
   (not a failure);
 - marks its input dirty (``ctx.mark_dirty``): right for an in-place Function, a note;
 
-:func:`conduct` watches a stage for the calls (:mod:`._conduct_watch`); this module says
+:func:`._conduct_watch.conduct` watches a stage for the calls; this module says
 what they mean, as verdicts and notes.
 """
 
@@ -29,12 +29,10 @@ from torch import Tensor
 from autograd_helpers.checks._contain.contained import Contained, Words
 from autograd_helpers.checks._core.feedback import CheckResult
 from autograd_helpers.checks._core.trial import Trial
-from autograd_helpers.checks.function._conduct_watch import Conduct, conduct
+from autograd_helpers.checks.function._conduct_watch import Conduct
 
 __all__ = [
     "WORDS",
-    "Conduct",
-    "conduct",
     "conduct_notes",
     "grad_set_verdict",
     "stage_verdict",

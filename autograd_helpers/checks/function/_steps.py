@@ -39,12 +39,13 @@ from autograd_helpers.checks._core.submission import (
 from autograd_helpers.checks._core.trial import Options, Trial, random_grad_outputs
 from autograd_helpers.checks.function._conduct import (
     WORDS,
-    conduct,
     conduct_notes,
     grad_set_verdict,
     stage_verdict,
     tensors_on_ctx,
 )
+from autograd_helpers.checks.function._conduct_watch import conduct
+from autograd_helpers.checks.function._forward_output import inspect_outputs
 from autograd_helpers.checks.function._grad_read import grad_read_verdict
 from autograd_helpers.checks.function._grads import GradsKept, grad_written_verdict
 from autograd_helpers.checks.function._inputs import written_inputs_notes
@@ -56,14 +57,12 @@ from autograd_helpers.checks.function._limits import (
 from autograd_helpers.checks.function._precision import output_precision_note
 from autograd_helpers.checks.function._reference import Reference
 from autograd_helpers.checks.function._replays import alone_verdict, linear_verdict
-from autograd_helpers.checks.function._values import gradient_values
-from autograd_helpers.checks.function._verdicts import (
-    MISMATCH,
-    Verdict,
+from autograd_helpers.checks.function._returned_gradients import (
     broadcast_notes,
-    inspect_outputs,
     inspect_raw_gradients,
 )
+from autograd_helpers.checks.function._values import gradient_values
+from autograd_helpers.checks.function._wording import MISMATCH, Verdict
 
 __all__ = ["run_check"]
 

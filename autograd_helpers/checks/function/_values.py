@@ -26,6 +26,7 @@ from autograd_helpers.checks._core.numeric import (
     worst_mismatch,
 )
 from autograd_helpers.checks._core.trial import Trial
+from autograd_helpers.checks.function._gradient_match import compare_gradients
 from autograd_helpers.checks.function._kinks import Kinks, find_kinks, kink_notes, kink_verdict
 from autograd_helpers.checks.function._nudged import nudged_note
 from autograd_helpers.checks.function._precision import named_dtype, precision_note
@@ -33,7 +34,6 @@ from autograd_helpers.checks.function._projected import ELEMENTWISE_LIMIT, check
 from autograd_helpers.checks.function._reference import Reference
 from autograd_helpers.checks.function._replays import linear_verdict
 from autograd_helpers.checks.function._settled import domain_masks, settled
-from autograd_helpers.checks.function._verdicts import compare_gradients
 
 __all__ = ["FD_AGREE", "gradient_values"]
 
