@@ -1,12 +1,12 @@
 """Where time and memory go: the profiler's table as plain rows, and fair timing comparisons.
 
-Introduced in ``06_profiler.ipynb``; ``make bench`` times with :func:`compare` too, so the
-course has one timing code path.
+Introduced in ``06_profiler.ipynb``; ``make bench`` times with :func:`compare` too.
 
 - :func:`profile_ops` runs ``fn`` (and the backward of its result) under
   :class:`torch.profiler.profile` inside ``record_function`` regions named ``forward`` and
   ``backward``, and returns one plain row per operator. It leaves the caller's modules,
   tensors and random state as it found them.
+- :func:`region_times` reads each ``record_function`` label's fastest run in a profile.
 - :func:`compare` (from ``_timing``) times several callables with
   :class:`torch.utils.benchmark.Timer`, interleaved over several rounds so that a slow spell
   of the machine hits all of them alike, and reports medians, their spread, and ratios to
@@ -29,9 +29,9 @@ from autograd_helpers._common.nodes import graph_leaves
 from autograd_helpers._common.reach import modules_reachable, optimizers_reachable
 from autograd_helpers._common.state import kept_as_found
 from autograd_helpers._common.tables import barh, html_table, text_table
-from autograd_helpers._common.timing import TRUSTED_SPREAD as TRUSTED_SPREAD  # importable as before
 from autograd_helpers._common.timing import Comparison, Timing, compare
 from autograd_helpers._common.validate import require_bool, require_callable, require_option
+from autograd_helpers._profiling_regions import RegionTime, region_times
 from autograd_helpers._profiling_state import (
     described,
     differentiable_outputs,
@@ -44,7 +44,8 @@ from autograd_helpers.notebook import QUIET_NATIVE_LOGS
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["PROFILE_COLUMNS", "Comparison", "ProfileReport", "Timing", "compare", "profile_ops"]
+__all__ = ["PROFILE_COLUMNS", "Comparison", "ProfileReport", "RegionTime", "Timing", "compare"]
+__all__ += ["profile_ops", "region_times"]
 
 PROFILE_COLUMNS = ("name", "calls", "self_cpu_us", "total_cpu_us", "cpu_memory_bytes")
 

@@ -19,8 +19,8 @@ from torch import nn, tensor
 from torch.autograd import Function
 from torch.profiler import record_function
 
+from autograd_helpers._profile_events import light_events
 from autograd_helpers.checks import check_dominant_op, check_regions, check_saved_bytes
-from autograd_helpers.checks.profiler._events import light_events
 from autograd_helpers.profiling import cpu_profile, profile_ops
 
 # --- exercise 1: regions -------------------------------------------------------------------------

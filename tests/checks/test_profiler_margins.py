@@ -182,7 +182,7 @@ def test_the_dominant_operator_is_read_as_each_operators_fastest_run():
 def test_the_timed_steps_record_the_regions_alone_and_time_them():
     """The checker times its steps without recording their operators (thousands in a
     per-sample loop: they made check_regions take a second and its kernel 100 MB more)."""
-    from autograd_helpers.checks.profiler._events import regions_named
+    from autograd_helpers._profile_events import regions_named
     from autograd_helpers.checks.profiler._steps import regions_only
 
     samples = torch.randn(64, 8)

@@ -29,8 +29,8 @@ from typing import Any
 
 import torch
 
+from autograd_helpers._profile_events import raw_events, regions_named
 from autograd_helpers.checks.profiler._dominant import Backward, backward_runs
-from autograd_helpers.checks.profiler._events import raw_events, regions_named
 from autograd_helpers.checks.profiler._margin import fastest
 from autograd_helpers.checks.profiler._regions import LABELS, StepProfile, profile_steps
 from autograd_helpers.profiling import cpu_profile, profile_ops

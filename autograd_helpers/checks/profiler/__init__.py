@@ -10,7 +10,8 @@ open, in a traced call) and ``_slowest`` (the region named as the slowest),
 ``_written`` and ``_saved`` (what it keeps alive between forward and backward, by any
 route, and where),
 ``_dominant`` (reading backward's dominant operator);
-``_events`` reads the profiler's event tree and answers that name a row.
+``autograd_helpers._profile_events`` (shared with ``ah.profiling``) reads the profiler's
+event tree.
 """
 
 from __future__ import annotations

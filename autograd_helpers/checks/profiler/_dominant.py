@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from autograd_helpers.checks.profiler._events import descendants
+from autograd_helpers._profile_events import descendants
 from autograd_helpers.checks.profiler._margin import NEAR_TIE, fastest
 from autograd_helpers.profiling import ProfileReport
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from autograd_helpers.checks.profiler._events import places
+from autograd_helpers._profile_events import places
 from autograd_helpers.checks.profiler._steps import (
     LABELS,
     STEP,

@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from torch.profiler import record_function
 
 from autograd_helpers._common.runner import Outcome, run_learner_code
-from autograd_helpers.checks.profiler._events import (
+from autograd_helpers._profile_events import (
     EventTable,
     Span,
     flat_events,

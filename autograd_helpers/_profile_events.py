@@ -1,4 +1,5 @@
-"""Reading a profile's event tree: the chapter 06 checkers' view of a finished profile.
+"""Reading a profile's event tree: how ``ah.profiling`` and the chapter 06 checkers see a
+finished profile.
 
 A profiler event knows its parent (``cpu_parent``) and its children (``cpu_children``): a
 region's work is what lies under it, and an operator's region is the nearest labelled
