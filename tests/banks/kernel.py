@@ -1,7 +1,9 @@
 """A chapter's student notebook in a real kernel, after Run All, to work exercises in.
 
 :class:`ChapterKernel` builds the student copy of a chapter, starts a kernel in its folder
-(as JupyterLab would), runs every cell in order and keeps the checkers' stub verdicts.
+(as JupyterLab would), runs every cell in order and keeps the checkers' stub verdicts and
+whether the chapter left torch's global modes (grad, inference, anomaly, default dtype) as
+it found them.
 :meth:`ChapterKernel.attempt` then works one exercise as a learner does: the answer's
 source replaces the exercise cell(s) and runs, then the checker cell runs. It returns the
 verdict, and what the checker call left changed in the kernel: torch's global settings,
@@ -25,6 +27,16 @@ from tools.student import build_student_notebook
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent.parent / "notebooks"
 CELL_TIMEOUT = 300  # seconds: a whole chapter's slowest cell on a busy 2-core machine
+
+# Runs in the kernel after Run All: a chapter leaves torch's global modes as it found them
+# (inference mode first: it turns grad mode off too, and is the mode to name).
+STATE_CHECK = """\
+import torch as _torch
+assert not _torch.is_inference_mode_enabled(), "{name} left inference mode on"
+assert _torch.is_grad_enabled(), "{name} left grad mode off"
+assert _torch.get_default_dtype() == _torch.float32, "{name} changed the default dtype"
+assert not _torch.is_anomaly_enabled(), "{name} left anomaly detection on"
+"""
 
 # Defined in the kernel after Run All: everything a checker call must leave as it found it.
 FINGERPRINT = r"""
@@ -208,6 +220,7 @@ class ChapterKernel:
             if run.error and not tagged:
                 raise RuntimeError(f"{reference.name}, cell {index} raised: {run.error}")
             self.outputs[index] = run
+        self.state_left = self.run(STATE_CHECK.format(name=reference.name)).error
         self.run(SETTINGS)
         self.run(FINGERPRINT)
 

@@ -2,8 +2,8 @@
 
 One kernel per chapter (a module-scoped fixture; ``--dist loadfile`` keeps a file on one
 worker): the student notebook runs once, as a learner first opens it (every cell but those
-tagged ``raises-exception`` must run without an error, and every untouched stub's checker
-must say "not implemented yet"), then every answer of every exercise of the chapter is
+tagged ``raises-exception`` must run without an error, it must leave torch's global modes as
+it found them, and every untouched stub's checker must say "not implemented yet"), then every answer of every exercise of the chapter is
 worked in it, each followed by the untouched stub again.
 """
 
@@ -41,6 +41,11 @@ def chapter_suite(chapter: str) -> dict[str, Any]:
             assert len(kinds) >= MIN_CATEGORIES, f"{b.exercise}: only {sorted(kinds)}"
             assert kinds <= set(CATEGORIES)
 
+    def test_run_all_leaves_torchs_global_modes_as_it_found_them(
+        chapter_kernel: ChapterKernel,
+    ) -> None:
+        assert chapter_kernel.state_left is None, chapter_kernel.state_left
+
     def test_every_untouched_stub_says_not_implemented(chapter_kernel: ChapterKernel) -> None:
         for exercise, where in chapter_kernel.exercises.items():
             for index in where.solutions:
@@ -67,6 +72,9 @@ def chapter_suite(chapter: str) -> dict[str, Any]:
     return {
         "chapter_kernel": chapter_kernel,
         "test_every_exercise_has_a_full_bank": test_every_exercise_has_a_full_bank,
+        "test_run_all_leaves_torchs_global_modes_as_it_found_them": (
+            test_run_all_leaves_torchs_global_modes_as_it_found_them
+        ),
         "test_every_untouched_stub_says_not_implemented": (
             test_every_untouched_stub_says_not_implemented
         ),
