@@ -118,3 +118,14 @@ def test_the_proxy_is_pinned_and_locked():
     lock = json.loads((REPO / "deploy" / "package-lock.json").read_text())
     locked = lock["packages"]["node_modules/configurable-http-proxy"]
     assert locked["version"] == version and locked["integrity"].startswith("sha512-")
+
+
+def test_importing_nbformat_builds_no_iri_parser():
+    """jsonschema 4.25+ imports rfc3987_syntax, which builds an Earley parser on import: 2 to
+    4 s in every process that reads a notebook or starts JupyterLab (pinned below it)."""
+    import subprocess
+    import sys
+
+    code = "import sys, nbformat, jupyter_server.serverapp; print('rfc3987_syntax' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
