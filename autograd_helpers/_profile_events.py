@@ -1,5 +1,4 @@
-"""Reading a profile's event tree: how ``ah.profiling`` and the chapter 06 checkers see a
-finished profile.
+"""Reading a profile's event tree: how ``ah.profiling`` and chapter 06's checkers see it.
 
 A profiler event knows its parent (``cpu_parent``) and its children (``cpu_children``): a
 region's work is what lies under it, and an operator's region is the nearest labelled
@@ -45,6 +44,10 @@ _UTILITY = frozenset(
         "aten::_version",
     )
 )
+
+
+_OPERATORS = ("cpu_op", "user_annotation")
+_WITH_PYTHON = (*_OPERATORS, "python_function")  # recorded with `with_stack=True`
 
 
 @dataclass(eq=False)
@@ -111,7 +114,10 @@ def raw_events(profiler: Any) -> list[Any]:
 
 
 def _cpu_events(
-    raw: list[Any], names: frozenset[str] | None = None, within: Sequence[Span] = ()
+    raw: list[Any],
+    names: frozenset[str] | None = None,
+    within: Sequence[Span] = (),
+    python: bool = False,
 ) -> list[Any]:
     """The raw CPU events a table shows (of ``names``, or inside the regions ``within``,
     only, if given), in no order."""
@@ -122,7 +128,7 @@ def _cpu_events(
     return [
         e
         for e in raw
-        if e.activity_type() in ("cpu_op", "user_annotation")
+        if e.activity_type() in (_WITH_PYTHON if python else _OPERATORS)
         and not (e.is_async() or e.is_hidden_event() or e.name() in _UTILITY)
         and e.start_thread_id() == e.end_thread_id()
     ]
@@ -137,14 +143,15 @@ def _starts_inside(event: Any, regions: Sequence[Span]) -> bool:
     return False
 
 
-def flat_events(raw: list[Any], within: Sequence[Span] = ()) -> EventTable:
+def flat_events(raw: list[Any], within: Sequence[Span] = (), *, python: bool = False) -> EventTable:
     """The CPU events of a finished profile's :func:`raw_events`, each knowing its parent.
 
     The same events and the same tree as ``profiler.events()``: hidden events, asynchronous
     ones, the profiler's own bookkeeping and an operator's redispatch to itself left out; an
     event's parent is the innermost event of the same thread whose time contains it. Given
     regions ``within`` (:func:`regions_named`), only the events inside them, the regions
-    themselves included.
+    themselves included. With ``python``, the Python functions of a profile made with
+    ``with_stack=True`` too, as ``events()`` has them (they are children of their region).
 
     Example::
 
@@ -159,7 +166,7 @@ def flat_events(raw: list[Any], within: Sequence[Span] = ()) -> EventTable:
     """
     rows = [  # plain tuples of numbers and names: the garbage collector stops watching them
         (e.start_thread_id(), e.start_ns(), -e.end_ns(), e.name(), e.is_user_annotation())
-        for e in _cpu_events(raw, within=within)
+        for e in _cpu_events(raw, within=within, python=python)
     ]
     rows.sort(key=lambda row: row[:3])  # by thread, start and the longest first; ties as recorded
     parents, children = [-1] * len(rows), [0] * len(rows)
