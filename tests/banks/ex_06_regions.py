@@ -654,4 +654,62 @@ BANK = bank(
         "the batch prepared on the whole batch, backward named as the slowest",
         answer(step(data=WHOLE_BATCH), 'slowest = "backward"'),
     ),
+    # --- learner audit of region_times (issue 25, last round): the table cell between the two
+    # solution cells must rebind none of the learner's names
+    right(
+        "the label names kept in a global dict called labels",
+        answer(
+            dedent(
+                """
+                labels = {"prep": "data", "fwd": "forward", "bwd": "backward", "opt": "update"}
+
+
+                def labelled_step(model, optimizer, samples):
+                    with record_function(labels["prep"]):
+                        batch = normalise_each(samples)
+                    with record_function(labels["fwd"]):
+                        loss = model(batch).square().mean()
+                    with record_function(labels["bwd"]):
+                        optimizer.zero_grad()
+                        loss.backward()
+                    with record_function(labels["opt"]):
+                        optimizer.step()
+                """
+            )
+        ),
+    ),
+    right(
+        "the regions opened by a helper context manager called region",
+        answer(
+            dedent(
+                """
+                import contextlib
+
+
+                @contextlib.contextmanager
+                def region(name):
+                    with record_function(name):
+                        yield
+
+
+                def labelled_step(model, optimizer, samples):
+                    with region("data"):
+                        batch = normalise_each(samples)
+                    with region("forward"):
+                        loss = model(batch).square().mean()
+                    with region("backward"):
+                        optimizer.zero_grad()
+                        loss.backward()
+                    with region("update"):
+                        optimizer.step()
+                """
+            )
+        ),
+    ),
+    wrong(
+        "bypassed mechanism",
+        "the whole batch prepared, 'update' named without the table (its profile thrown away)",
+        answer(step(data=WHOLE_BATCH), 'step_profile = None\nslowest = "update"'),
+        "your regions are right, but 'update' is not",
+    ),
 )

@@ -39,7 +39,7 @@ def test_each_row_counts_its_fastest_run():
     ("answer", "read", "passed", "kind"),
     [
         ("backward", None, True, "leads"),
-        ("forward", None, True, "unread"),  # too close to call, no table: benefit of doubt
+        ("forward", None, False, "unread"),  # too close to call, and no table: not a guess
         ("forward", {**CLOSE, "forward": 950.0}, True, "as read"),
         ("data", CLOSE, False, "read otherwise"),
         ("update", None, False, "behind"),  # 900 is 3.6 times 250: decisive
@@ -70,9 +70,13 @@ def test_a_right_answer_read_from_the_learners_table_passes_though_the_checker_s
     assert "your table, which shows 'forward' first, decides" in result.message
 
 
-def test_without_a_table_a_close_call_passes_with_a_note():
+def test_without_a_table_a_close_call_asks_for_the_table():
     result = slowest_verdict("labelled_step", "data", _step_profile([CLOSE]))
-    assert result.passed and "both count" in result.message, result.message
+    assert not result.passed, result.message
+    assert "no table of yours to settle it" in result.message
+    assert "Run the cell that profiles three steps" in result.message
+    leading = slowest_verdict("labelled_step", "backward", _step_profile([CLOSE]))
+    assert leading.passed, leading.message  # the checker's own lead needs no table
 
 
 def test_a_close_call_against_the_learners_own_table_fails_and_cites_it():

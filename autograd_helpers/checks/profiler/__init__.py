@@ -84,7 +84,7 @@ def check_regions(
     notebooks run: on a busy machine another program can only add time); two labels within
     20% of each other are both accepted. Where the top label leads the answer by less than
     three times, a busy machine's noise could swap them, and the profile the learner read
-    (``read_from``) decides; without it, the answer passes with a note.
+    (``read_from``) decides; without one, the answer fails, asking for the table.
 
     The notebook's model and optimizer are never handed to ``fn``; if it reaches them by
     name, they are put back (parameters, buffers, gradients, optimizer state, random state).

@@ -11,7 +11,8 @@ decides where it is decisive: the answer within :data:`NEAR_TIE` of the top (rig
 top ahead of it by :data:`DECISIVE` or more (wrong). The exercises' workloads give the right
 answer at least that lead on a machine at load 8 (``tools/bench/margins.py`` measures it).
 Between the two, the machine's noise could swap the rows, and the table the learner read
-decides; without one, the answer is given the benefit of the doubt.
+decides; without one (the learner has not run the cell that prints it), the answer is not
+passed on a guess: the learner is asked to run that cell and read it.
 """
 
 from __future__ import annotations
@@ -86,6 +87,6 @@ def rule(answer: str, measured: Mapping[str, float], read: Mapping[str, float] |
     if mine * DECISIVE <= measured[top]:
         return Ruling(False, "behind", top, read_top)
     if not read:
-        return Ruling(True, "unread", top, read_top)
+        return Ruling(False, "unread", top, read_top)
     shown = read.get(answer, 0.0) >= NEAR_TIE * read[_top(read)]
     return Ruling(shown, "as read" if shown else "read otherwise", top, read_top)

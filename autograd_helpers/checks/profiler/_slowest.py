@@ -98,6 +98,14 @@ def slowest_verdict(
 def _why_not(
     name: str, ruling: Ruling, measured: str, read: dict[str, float] | None
 ) -> tuple[str, ...]:
+    if ruling.kind == "unread":
+        return (
+            f"your regions are right, but '{name}' is not clearly the slowest, and there is no "
+            "table of yours to settle it.",
+            f"{measured} Those are close enough for a busy machine to swap them. Run the cell "
+            "that profiles three steps of your `labelled_step` (below it), then set `slowest` "
+            "from its table and run this check again.",
+        )
     if ruling.kind == "read otherwise":
         assert read is not None and ruling.read_top is not None
         return (
@@ -123,10 +131,5 @@ def _close_call(name: str, ruling: Ruling, per_step: dict[str, float]) -> list[s
             f"(The checker's steps put '{ruling.top}' ahead of '{name}', by less than a busy "
             "machine's noise can tell apart: your table, which shows "
             f"'{name}' first, decides.)"
-        ]
-    if ruling.kind == "unread":
-        return [
-            f"(The checker's steps put '{ruling.top}' ahead ({_ms(per_step)}), by less than a "
-            "busy machine's noise can tell apart: both count.)"
         ]
     return []
