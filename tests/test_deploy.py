@@ -43,19 +43,25 @@ def _course_start(home: Path, course: Path, *args: str) -> subprocess.CompletedP
     )
 
 
-@pytest.fixture
-def course(tmp_path: Path) -> Path:
-    """A copy of the course (notebooks and tools) that a test may change."""
-    copy = tmp_path / "course"
-    shutil.copytree(REPO / "notebooks", copy / "notebooks")
-    shutil.copytree(REPO / "tools", copy / "tools", ignore=shutil.ignore_patterns("__pycache__"))
-    return copy
+SHOW_ENVIRONMENT = "import json, os; print(json.dumps(dict(os.environ)))"
 
 
-def test_course_start_builds_the_workspace_in_the_home(tmp_path: Path, course: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    _course_start(home, course)
+@pytest.fixture(scope="module")
+def first_start(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """A copy of the course, a learner's home after their first start, and its stdout.
+
+    ``course-start --exec`` (the spawner's command) builds the workspace in an empty home,
+    then runs a command that prints its environment. Tests that change them copy them.
+    """
+    course, home = tmp_path_factory.mktemp("course"), tmp_path_factory.mktemp("home")
+    shutil.copytree(REPO / "notebooks", course / "notebooks")
+    shutil.copytree(REPO / "tools", course / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    run = _course_start(home, course, "--exec", sys.executable, "-c", SHOW_ENVIRONMENT)
+    return course, home, run.stdout
+
+
+def test_course_start_builds_the_workspace_in_the_home(first_start: tuple[Path, Path, str]) -> None:
+    _, home, _ = first_start
     workspace = home / "workspace"
     names = sorted(p.name for p in workspace.glob("*.ipynb"))
     assert names == sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb"))
@@ -65,10 +71,13 @@ def test_course_start_builds_the_workspace_in_the_home(tmp_path: Path, course: P
     assert not (workspace / "WHAT-CHANGED.md").exists()
 
 
-def test_course_start_never_overwrites_and_tells_the_learner(tmp_path: Path, course: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    _course_start(home, course)
+def test_course_start_never_overwrites_and_tells_the_learner(
+    tmp_path: Path, first_start: tuple[Path, Path, str]
+) -> None:
+    started_course, started_home, _ = first_start
+    course, home = tmp_path / "course", tmp_path / "home"
+    shutil.copytree(started_course, course)
+    shutil.copytree(started_home, home)  # the workspace its first start built
     mine = home / "workspace" / "01_custom_function.ipynb"
     edited = mine.read_text().replace("YOUR CODE HERE", "MY OWN WORK", 1)
     mine.write_text(edited)
@@ -76,7 +85,7 @@ def test_course_start_never_overwrites_and_tells_the_learner(tmp_path: Path, cou
     nb = nbformat.read(chapter, as_version=4)
     nb.cells[0].source += "\n\nA sentence the course added."
     nbformat.write(nb, chapter)
-    _course_start(home, course)
+    _course_start(home, course)  # as the post-start hook
     assert mine.read_text() == edited, "the learner's file was changed"
     assert (home / "workspace" / "01_custom_function.new.ipynb").exists()
     news = (home / "workspace" / "WHAT-CHANGED.md").read_text()
@@ -84,15 +93,10 @@ def test_course_start_never_overwrites_and_tells_the_learner(tmp_path: Path, cou
 
 
 def test_course_start_opens_the_right_page_and_sets_the_environment(
-    tmp_path: Path, course: Path
+    first_start: tuple[Path, Path, str],
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    show = "import json, os; print(json.dumps({k: os.environ.get(k) for k in ("
-    show += "'JUPYTERHUB_DEFAULT_URL', 'KINETO_LOG_LEVEL', 'TORCH_CPP_LOG_LEVEL', "
-    show += "'COURSE_PROGRESS_LOG')}))"
-    run = _course_start(home, course, "--exec", sys.executable, "-c", show)
-    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    _, home, stdout = first_start
+    seen = json.loads(stdout.strip().splitlines()[-1])
     assert seen["JUPYTERHUB_DEFAULT_URL"] == "/lab/tree/workspace/00_start_here.ipynb"
     assert seen["KINETO_LOG_LEVEL"] == "6" and seen["TORCH_CPP_LOG_LEVEL"] == "ERROR"
     assert seen["COURSE_PROGRESS_LOG"] == str(home / "course-progress.jsonl")
