@@ -68,28 +68,37 @@ def test_show_source(capsys):
         ah.show_source(made_by_eval)
 
 
-def test_import_is_lazy_about_heavy_optional_modules():
-    code = (
-        "import sys, autograd_helpers\n"
-        "print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)"
+# One fresh interpreter for both import checks: the package's import first, then setup.
+FRESH_IMPORT = """
+import sys
+import autograd_helpers as ah
+print('matplotlib' in sys.modules, 'ipywidgets' in sys.modules)
+import torch
+before = 'sympy' in sys.modules
+ah.setup_notebook()
+after = 'sympy' in sys.modules
+x = torch.ones(2, requires_grad=True)
+torch.autograd.grad(x * 2, x, torch.ones(2))
+print(before, after, 'sympy' in sys.modules)
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh_import() -> list[str]:
+    """The lines a fresh interpreter prints while it imports and sets up the package."""
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH_IMPORT], capture_output=True, text=True, check=True
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "False"]
+    return out.stdout.splitlines()
 
 
-def test_setup_takes_the_first_explicit_gradients_import_so_a_checker_does_not():
+def test_import_is_lazy_about_heavy_optional_modules(fresh_import):
+    assert fresh_import[0].split() == ["False", "False"]
+
+
+def test_setup_takes_the_first_explicit_gradients_import_so_a_checker_does_not(fresh_import):
     """torch imports SymPy at the first autograd.grad(..., grad_outputs); setup does it."""
-    code = (
-        "import sys, torch, autograd_helpers as ah\n"
-        "before = 'sympy' in sys.modules\n"
-        "ah.setup_notebook()\n"
-        "after = 'sympy' in sys.modules\n"
-        "x = torch.ones(2, requires_grad=True)\n"
-        "torch.autograd.grad(x * 2, x, torch.ones(2))\n"
-        "print(before, after, 'sympy' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True", "True"]
+    assert fresh_import[1].split() == ["False", "True", "True"]
 
 
 def test_unknown_attribute_is_an_attribute_error():
