@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import textwrap
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +24,7 @@ import torch
 
 import autograd_helpers as ah
 from autograd_helpers.checks._core import progress as _progress
-from tools.course import NOTEBOOKS, REPO
+from tools.course import NOTEBOOKS
 from tools.kernels import kernel_env, kernel_manager
 from tools.student import build_student_notebook
 
@@ -227,21 +225,31 @@ def test_the_notebook_is_read_once_per_change(kernel, log, monkeypatch):
     assert [line["exercise"] for line in lines(log)] == ["09-answer"] * 5 + ["09-renamed"]
 
 
+def _forked_writer(log: Path, name: str, count: int, start: int) -> int:
+    """Fork a process that waits for a byte on ``start``, then appends ``count`` lines."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:  # the child: never back into pytest, whatever happens
+        os.read(start, 1)
+        for i in range(count):
+            line = {"writer": name, "i": i, "pad": "x" * 300}
+            _progress._append(log, json.dumps(line) + "\n")
+        code = 0
+    finally:
+        os._exit(code)
+
+
 def test_two_processes_append_at_once_without_mixing_lines(tmp_path):
     log, count = tmp_path / "course-progress.jsonl", 400
-    writer = textwrap.dedent(f"""
-        import json, sys
-        from autograd_helpers.checks._core.progress import _append
-        for i in range({count}):
-            line = {{"writer": sys.argv[2], "i": i, "pad": "x" * 300}}
-            _append(sys.argv[1], json.dumps(line) + "\\n")
-    """)
-    procs = [
-        subprocess.Popen([sys.executable, "-c", writer, str(log), name], cwd=REPO)
-        for name in ("a", "b")
-    ]
-    for proc in procs:
-        assert proc.wait(timeout=120) == 0
+    start, go = os.pipe()
+    pids = [_forked_writer(log, name, count, start) for name in ("a", "b")]
+    os.write(go, b"xx")  # both start together, one byte each
+    os.close(go)
+    os.close(start)
+    for pid in pids:
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
     found = lines(log)
     assert len(found) == 2 * count
     for name in ("a", "b"):
