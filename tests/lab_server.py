@@ -98,7 +98,7 @@ def running_lab(
                     break
             if time.monotonic() > deadline:
                 raise TimeoutError("JupyterLab did not start:\n" + (tmp / "lab.log").read_text())
-            time.sleep(0.5)
+            time.sleep(0.1)
         yield server
     finally:
         process.terminate()
