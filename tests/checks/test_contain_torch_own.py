@@ -32,7 +32,7 @@ import json, os, sys, tempfile, traceback
 namespace = {"__name__": "__main__"}
 results = {}
 for name, (imports, body) in json.load(sys.stdin).items():
-    exec(compile(imports, name + " (imports)", "exec"), namespace)
+    exec(compile(imports, "<string>", "exec"), namespace)  # as `python -c` names its code
     assert "torch._dynamo" not in sys.modules, "the children must reproduce the first import"
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         sys.stdout.flush()
@@ -43,7 +43,7 @@ for name, (imports, body) in json.load(sys.stdin).items():
             os.dup2(err.fileno(), 2)
             code = 0
             try:
-                exec(compile(body, name, "exec"), namespace)
+                exec(compile(body, "<string>", "exec"), namespace)
             except BaseException:
                 traceback.print_exc()
                 code = 1
