@@ -162,7 +162,7 @@ def test_results_serialise_with_derived_figures():
 
 
 def test_the_widget_is_measured():
-    assert 0 < measure.measure_widget(cycles=1) < 5
+    assert measure.measure_widget(cycles=1) > 0  # a time: nothing asserted on its size
 
 
 def test_notebook_times_are_the_best_of_their_runs_and_memory_the_largest(monkeypatch):
