@@ -1,8 +1,10 @@
 """Every notebook, opened the way learners open it: in JupyterLab, in a real browser.
 
 JupyterLab is started as `make lab` starts it (127.0.0.1, a random token), on a temporary
-copy of the notebooks. Debian's Chromium, driven by Playwright, opens each notebook and checks
-what a learner would see: plots and Mermaid graphs rendered, no JavaScript error. A notebook
+copy of the notebooks, and loaded once in Debian's Chromium, driven by Playwright, in a fresh
+workspace. Each notebook is opened from the file browser, alone (the one before is closed), and
+checked for what a learner would see: plots and Mermaid graphs rendered, no JavaScript error
+(while it is opened, checked or closed; Lab's own start-up counts for the first). A notebook
 with widgets is also run as a learner runs it (Run All, then saved): errors only where a cell
 is tagged `raises-exception`, every widget control visible and reacting to input, which needs
 a live kernel. The others' cells are executed by nbval and by the answer banks' kernels, so a
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -59,6 +63,15 @@ ALL_PROMPTS_NUMBERED = f"""() => {{
     return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
 }}"""
 WIDGET = "application/vnd.jupyter.widget-view+json"
+POLL = 0.1  # seconds between two looks at the server or the saved file
+MAIN_TABS = "#jp-main-dock-panel .lm-TabBar-tab"
+KERNEL_READY = f"""() => {{
+    const name = document.querySelector('{ACTIVE} .jp-Toolbar-kernelName');
+    const status = document.querySelector('{ACTIVE} .jp-Notebook-ExecutionIndicator');
+    return name !== null && name.textContent !== 'No Kernel' && status?.dataset.status === 'idle';
+}}"""
+CLOSED = "n => document.querySelectorAll('.jp-NotebookPanel').length < n"
+CLOSED_OR_ASKED = f"n => document.querySelector('.jp-Dialog') !== null || ({CLOSED})(n)"
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +90,26 @@ def browser():
         )
         yield chromium
         chromium.close()
+
+
+@dataclass
+class LabTab:
+    """One browser page holding JupyterLab, loaded once; the JavaScript errors it raised
+    since the last notebook was checked (for the first: since Lab started loading)."""
+
+    page: Page
+    errors: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def lab_tab(lab, browser: Browser) -> Iterator[LabTab]:
+    """JupyterLab in a fresh workspace (?reset), its file browser listing the notebooks."""
+    tab = LabTab(browser.new_page(viewport={"width": 1280, "height": 900}))
+    tab.page.on("pageerror", lambda error: tab.errors.append(str(error)))
+    tab.page.goto(f"{lab.url}/lab?reset&token={lab.token}")
+    tab.page.wait_for_selector(".jp-DirListing-item", timeout=60_000)
+    yield tab
+    tab.page.close()
 
 
 def _reference(path: Path) -> dict:
@@ -110,7 +143,7 @@ def _wait_for_session_kernel(lab, name: str, timeout: float = 60) -> None:
             s["path"].endswith(name) and s["kernel"]["execution_state"] == "idle" for s in sessions
         ):
             return
-        time.sleep(0.5)
+        time.sleep(POLL)
     pytest.fail(f"{name}: no idle kernel for the notebook after {timeout:.0f} s")
 
 
@@ -129,7 +162,7 @@ def _run_all_and_save(page: Page, lab, saved: Path) -> dict:
         code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
         if all(c["execution_count"] is not None for c in code):
             return notebook
-        time.sleep(0.5)
+        time.sleep(POLL)
     pytest.fail(f"{saved.name}: JupyterLab did not save the executed notebook within 30 s")
 
 
@@ -186,17 +219,41 @@ def _check_rendered(page: Page, name: str, notebook: dict) -> None:
         )
 
 
+def _close_every_notebook(page: Page) -> None:
+    """Close the open notebooks; one Lab marked as changed is closed without saving (the file
+    on disk is the one that was checked: run and saved, or only opened)."""
+    close_icons = page.locator(f"{MAIN_TABS} .lm-TabBar-tabCloseIcon[title$='.ipynb']")
+    while notebooks := page.locator(".jp-NotebookPanel").count():
+        close_icons.first.click()
+        page.wait_for_function(CLOSED_OR_ASKED, arg=notebooks)
+        if page.locator(".jp-Dialog").count():
+            page.locator(".jp-Dialog button", has_text="Discard").click()
+            page.wait_for_function(CLOSED, arg=notebooks)
+
+
+def _wait_for_kernel_ready(page: Page) -> None:
+    """Until the kernel Lab started for the notebook is connected and idle: closing a notebook
+    while its kernel starts throws "Disposed" in the page."""
+    page.wait_for_function(KERNEL_READY, timeout=60_000)
+
+
+def _open_alone(page: Page, name: str) -> None:
+    """Open ``name`` from the file browser, as a learner does, with no other tab open."""
+    _close_every_notebook(page)
+    page.locator(".jp-DirListing-content").get_by_text(name, exact=True).dblclick()
+    page.wait_for_selector(f"{ACTIVE} .jp-Cell", timeout=60_000)
+    assert page.locator(".jp-NotebookPanel").count() == 1, f"{name}: not the only notebook open"
+    current = page.locator(f"{MAIN_TABS}.lm-mod-current").inner_text().strip()
+    assert current == name, f"{name}: the tab on screen is {current!r}"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_opens_and_renders_in_jupyterlab(lab, browser: Browser, path: Path):
+def test_notebook_opens_and_renders_in_jupyterlab(lab, lab_tab: LabTab, path: Path) -> None:
     reference = _reference(path)
     runs = _has_output(reference, WIDGET) > 0  # widgets need the kernel behind them
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page_errors: list[str] = []
-    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    page = lab_tab.page
     try:
-        # ?reset: a fresh workspace, so only this notebook is open
-        page.goto(f"{lab.url}/lab/tree/{path.name}?reset&token={lab.token}")
-        page.wait_for_selector(f"{ACTIVE} .jp-Cell", timeout=60_000)
+        _open_alone(page, path.name)
         shown = reference
         if runs:
             shown = _run_all_and_save(page, lab, lab.root / path.name)
@@ -204,11 +261,15 @@ def test_notebook_opens_and_renders_in_jupyterlab(lab, browser: Browser, path: P
         _check_rendered(page, path.name, shown)
         if runs:
             assert _check_widgets_react(page, path.name) > 0, f"{path.name}: no widget control"
-        assert page_errors == [], f"{path.name}: JavaScript errors: {page_errors}"
+        _wait_for_kernel_ready(page)
     finally:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"{path.stem}.png"))
-        page.close()
+        try:
+            _close_every_notebook(page)
+        finally:  # errors raised while this notebook was opened, checked or closed
+            page_errors, lab_tab.errors[:] = lab_tab.errors.copy(), []
+    assert page_errors == [], f"{path.name}: JavaScript errors: {page_errors}"
 
 
 def test_at_least_one_notebook_is_run_in_jupyterlab():

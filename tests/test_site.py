@@ -119,7 +119,10 @@ def browser() -> Iterator[object]:
 
 
 class Visit:
-    """A browser page that records what went wrong: errors, failures, other hosts."""
+    """A browser page that records what went wrong: errors, failures, other hosts.
+
+    Routing every request (to see the other hosts) turns the browser's HTTP cache off: each
+    page fetches everything it loads from the server again, and so each load is checked."""
 
     def __init__(self, browser: object, base: str) -> None:
         self.base = base
@@ -148,15 +151,28 @@ class Visit:
         self.page.goto(f"{self.base}/{page}.html", wait_until="networkidle")
         return self.page
 
+    def forget(self) -> None:
+        """Start a new record: what went wrong before belongs to an earlier test."""
+        self.errors.clear()
+        self.failed.clear()
+        self.elsewhere.clear()
+
     def close(self) -> None:
         self.context.close()
 
 
+@pytest.fixture(scope="module")
+def visitor(browser: object, served: str) -> Iterator[Visit]:
+    """One browser context and page for every visit: each test navigates it anew."""
+    shared = Visit(browser, served)
+    yield shared
+    shared.close()
+
+
 @pytest.fixture
-def visit(browser: object, served: str) -> Iterator[Visit]:
-    visitor = Visit(browser, served)
-    yield visitor
-    visitor.close()
+def visit(visitor: Visit) -> Visit:
+    visitor.forget()
+    return visitor
 
 
 MERMAID_DRAWN = """() => [...document.querySelectorAll('pre.mermaid, div.mermaid')]
