@@ -33,8 +33,11 @@ mermaid_init_config = {"startOnLoad": False, "securityLevel": "strict"}
 
 html_theme = "sphinx_book_theme"
 html_title = project
+html_favicon = "_static/favicon.svg"  # a nabla; without one, every page asks for /favicon.ico
 html_static_path = ["_static"]
+html_extra_path = ["_extra"]  # downloads/: the course bundle, the notebooks, the wheel
 html_css_files = ["course.css"]
+html_js_files = ["course.js"]  # the sidebar toggles work (see the script)
 html_last_updated_fmt = None  # no dates: two builds give the same HTML
 html_show_sourcelink = False
 html_copy_source = False

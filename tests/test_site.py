@@ -11,10 +11,13 @@ no request goes to any other host. Screenshots of three pages go to build/screen
 from __future__ import annotations
 
 import functools
+import gzip
 import http.server
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -23,6 +26,7 @@ from tools.course import REPO
 
 pytest.importorskip("sphinx", reason="the site extra is not installed: pip install -e '.[site]'")
 from tools.site import build
+from tools.site_bundle import NAME as BUNDLE
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -57,7 +61,7 @@ def _html_files(folder: Path) -> dict[str, bytes]:
 
 
 def test_two_clean_builds_give_the_same_html(site: Path, tmp_path: Path) -> None:
-    build(tmp_path / "html", tmp_path / "src")
+    build(tmp_path / "html", tmp_path / "src", wheel=False)  # the pages alone are compared
     first, second = _html_files(site), _html_files(tmp_path / "html")
     assert first.keys() == second.keys()
     differing = [name for name in first if first[name] != second[name]]
@@ -67,12 +71,14 @@ def test_two_clean_builds_give_the_same_html(site: Path, tmp_path: Path) -> None
 def test_every_chapter_and_its_download_is_there(site: Path) -> None:
     for page in PAGES:
         assert (site / f"{page}.html").is_file(), page
-    downloads = {p.name for p in (site / "_downloads").rglob("*.ipynb")}
+    downloads = {p.name for p in (site / "downloads" / "notebooks").glob("*.ipynb")}
     assert downloads == {f"{chapter}.ipynb" for chapter in CHAPTERS}
+    for chapter in CHAPTERS:  # as committed: outputs and solutions, not the site's version
+        shipped = site / "downloads" / "notebooks" / f"{chapter}.ipynb"
+        assert shipped.read_bytes() == (REPO / "notebooks" / f"{chapter}.ipynb").read_bytes()
 
 
 def test_no_page_points_at_another_host_for_anything_it_loads(site: Path) -> None:
-    import re
 
     loads = re.compile(r'<(?:script|img|link|iframe)[^>]*(?:src|href)="(https?:)?//[^"]*"')
     for page in site.glob("*.html"):
@@ -175,6 +181,14 @@ def visit(visitor: Visit) -> Visit:
     return visitor
 
 
+@pytest.fixture
+def own_visit(browser: object, served: str) -> Iterator[Visit]:
+    """A browser context of its own, for a test that changes its size or colour mode."""
+    visitor = Visit(browser, served)
+    yield visitor
+    visitor.close()
+
+
 MERMAID_DRAWN = """() => [...document.querySelectorAll('pre.mermaid, div.mermaid')]
     .every(block => block.querySelector('svg') !== null)"""
 MATH_TYPESET = """() => {
@@ -234,3 +248,168 @@ def test_the_other_host_check_catches_an_injected_cdn_script(visit: Visit) -> No
         })"""
     )
     assert visit.elsewhere == ["https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.min.js"]
+
+
+# --- issue 27: phones, downloads, tables, weight ---------------------------------------------
+
+
+def test_every_chapter_links_its_notebook_and_the_course_and_they_are_there(site: Path) -> None:
+    for chapter in CHAPTERS:
+        page = (site / f"{chapter}.html").read_text(encoding="utf-8")
+        for link in (
+            f"downloads/notebooks/{chapter}.ipynb",
+            f"downloads/{BUNDLE}.zip",
+            f"downloads/{BUNDLE}.tar.gz",
+        ):
+            assert f'href="{link}"' in page, f"{chapter} does not link {link}"
+            assert (site / link).is_file(), link
+    running = (site / "running.html").read_text(encoding="utf-8")
+    for chapter in CHAPTERS:
+        assert f'href="downloads/notebooks/{chapter}.ipynb"' in running
+    (wheel,) = (site / "downloads").glob("autograd_helpers-*-py3-none-any.whl")
+    assert f'href="downloads/{wheel.name}"' in running
+    text = " ".join(re.sub(r"<[^>]+>", " ", running).split())  # as a reader sees it
+    assert f"pip install torch==2.13.0 {wheel.name}" in text
+    for page in site.glob("*.html"):
+        assert "REPOSITORY-URL" not in page.read_text(encoding="utf-8"), page.name
+
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1366, "height": 900}
+VISIBLE_LINKS = "m => [...document.querySelectorAll(m + ' a')].filter(a => a.offsetParent).length"
+
+
+def _tab(visit: Visit, viewport: dict[str, int], page: str) -> Any:
+    visit.page.set_viewport_size(viewport)
+    return visit.open(page)
+
+
+def test_on_a_phone_both_toggles_open_their_sidebars(own_visit: Visit) -> None:
+    visit = own_visit
+    tab = _tab(visit, PHONE, "03_gradcheck")
+    for toggle, dialog in (
+        (".primary-toggle", "#pst-primary-sidebar-modal"),
+        (".secondary-toggle", "#pst-secondary-sidebar-modal"),
+    ):
+        shown = tab.locator(f"{toggle}:visible")
+        assert shown.count() == 1, f"{toggle}: {shown.count()} buttons on screen"
+        shown.click()
+        tab.wait_for_function(f"() => document.querySelector('{dialog}').open", timeout=5_000)
+        assert tab.evaluate(VISIBLE_LINKS, dialog) > 3, f"{dialog} opened without its links"
+        tab.keyboard.press("Escape")
+        tab.wait_for_function(f"() => !document.querySelector('{dialog}').open", timeout=5_000)
+    chapters = tab.evaluate(
+        "() => [...document.querySelectorAll('#pst-primary-sidebar a')].map(a => a.textContent)"
+    )
+    assert sum("·" in text for text in chapters) >= len(CHAPTERS), chapters
+    assert not visit.errors and not visit.failed
+
+
+def test_on_a_desktop_the_menu_button_folds_the_chapters_and_one_search_box_shows(
+    own_visit: Visit,
+) -> None:
+    visit = own_visit
+    tab = _tab(visit, DESKTOP, "03_gradcheck")
+    hidden = (
+        "() => document.querySelector('#pst-primary-sidebar')"
+        ".classList.contains('pst-sidebar-hidden')"
+    )
+    assert not tab.evaluate(hidden)
+    tab.locator(".primary-toggle:visible").click()
+    tab.wait_for_function(hidden, timeout=5_000)
+    tab.locator(".primary-toggle:visible").click()
+    tab.wait_for_function(f"() => !({hidden})()", timeout=5_000)
+    boxes = tab.locator(".search-button-field:visible, .search-button:visible")
+    assert boxes.count() == 1, f"{boxes.count()} search boxes on screen"
+    assert not visit.errors and not visit.failed
+
+
+# The contrast of text on the background it is drawn on (WCAG's ratio; 4.5 reads well).
+CONTRAST = """el => {
+    const rgb = s => s.match(/[\\d.]+/g).slice(0, 4).map(Number);
+    const lum = ([r, g, b]) => [r, g, b].map(v => v / 255)
+        .map(v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+        .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+    let back = el, colour = [0, 0, 0, 0];
+    while (back && (colour = rgb(getComputedStyle(back).backgroundColor))[3] === 0)
+        back = back.parentElement;
+    const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(colour)];
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+}"""
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_output_tables_are_ruled_and_padded_and_read_in_both_modes(
+    own_visit: Visit, mode: str
+) -> None:
+    visit = own_visit
+    visit.context.add_init_script(f"localStorage.setItem('mode', '{mode}')")  # the reader's pick
+    for page in ("05_grad_mode_vs_eval", "06_profiler"):
+        tab = visit.open(page)
+        assert tab.evaluate("() => document.documentElement.dataset.theme") == mode
+        cells = tab.locator(".cell_output .output.text_html td")
+        assert cells.count() > 10, page
+        cell = cells.nth(1)
+        style = cell.evaluate(
+            "el => [getComputedStyle(el).borderLeftWidth, getComputedStyle(el).paddingLeft]"
+        )
+        assert float(style[0].removesuffix("px")) >= 1 and float(style[1].removesuffix("px")) >= 4
+        assert cell.evaluate(CONTRAST) >= 4.5, f"{page}, {mode}: table text hard to read"
+
+
+def test_graph_labels_read_in_dark_mode(own_visit: Visit) -> None:
+    visit = own_visit
+    visit.context.add_init_script("localStorage.setItem('mode', 'dark')")
+    tab = visit.open("02_jacobians_hessians")
+    tab.wait_for_function(MERMAID_DRAWN, timeout=30_000)
+    graph = tab.locator("pre.mermaid > svg").first
+    assert graph.evaluate("el => getComputedStyle(el).filter") == "none"
+    label = graph.locator(".nodeLabel").first
+    box = graph.locator(".node rect").first
+    text = label.evaluate("el => getComputedStyle(el.querySelector('p') || el).color")
+    fill = box.evaluate("el => getComputedStyle(el).fill")
+    ratio = tab.evaluate(
+        """([text, fill]) => {
+            const lum = s => s.match(/[\\d.]+/g).slice(0, 3).map(v => v / 255)
+                .map(v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+                .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+            const [a, b] = [lum(text), lum(fill)];
+            return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+        }""",
+        [text, fill],
+    )
+    assert ratio >= 4.5, f"graph label {text} on {fill}"
+
+
+# Bytes a first visit fetches, compressed as a static host sends them (gzip).
+BUDGET = {"index": 350_000, **{chapter: 1_000_000 for chapter in CHAPTERS}}
+
+
+@pytest.mark.parametrize("page", list(BUDGET))
+def test_a_first_visit_stays_within_its_byte_budget(browser: Any, served: str, page: str) -> None:
+    context = browser.new_context(viewport=DESKTOP)  # a fresh cache: a first visit
+    tab = context.new_page()
+    responses: list[Any] = []
+    tab.on("response", lambda response: responses.append(response))
+    try:
+        tab.goto(f"{served}/{page}.html", wait_until="networkidle")
+        failed = [f"{r.status} {r.url}" for r in responses if r.status >= 400]
+        assert not failed, failed
+        sent = sum(len(gzip.compress(r.body(), 6)) for r in responses)
+    finally:
+        context.close()
+    assert sent < BUDGET[page], f"{page}: {sent / 1000:.0f} KB gzip-compressed"
+    assert any(r.url.endswith("favicon.svg") for r in responses), "no favicon"
+
+
+def test_long_lines_scroll_inside_their_boxes_on_a_phone(own_visit: Visit) -> None:
+    visit = own_visit
+    tab = _tab(visit, PHONE, "01_custom_function")
+    overflowing = tab.evaluate(
+        """() => [...document.querySelectorAll('.cell pre')]
+            .filter(p => p.scrollWidth > p.clientWidth + 1)
+            .map(p => getComputedStyle(p).overflowX)"""
+    )
+    assert overflowing, "no long line on the page: the check would not bite"
+    assert set(overflowing) <= {"auto", "scroll"}, overflowing
+    assert tab.evaluate("() => document.scrollingElement.scrollWidth <= window.innerWidth + 1")

@@ -1,6 +1,9 @@
-"""The chapters as the site shows them: the committed notebooks, with three changes.
+"""The chapters as the site shows them: the committed notebooks, with four changes.
 
 Only stored outputs are shown (nothing is executed). For the web:
+
+- under the chapter's title, links to download this notebook and the whole course
+  (``tools/site_bundle.py`` puts them in the site), and to how to run it;
 
 - an autograd graph's ``text/vnd.mermaid`` output becomes a ``{mermaid}`` directive, which
   the page draws as a diagram (myst-nb knows no such output type and would drop it);
@@ -18,6 +21,7 @@ from pathlib import Path
 import nbformat
 
 from tools.exercises import exercises_of
+from tools.site_bundle import NAME as BUNDLE
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MERMAID = "text/vnd.mermaid"
@@ -28,6 +32,23 @@ WIDGET_NOTE = (
     "these pages cannot run. To use it, run the course yourself ([how](running)) and run "
     "this cell.\n\n</div>"
 )
+
+
+DOWNLOADS = (
+    '<p class="course-downloads">Download <a href="downloads/notebooks/{notebook}" download>'
+    "this notebook</a> or the whole course "
+    '(<a href="downloads/{bundle}.zip" download>.zip</a>, '
+    '<a href="downloads/{bundle}.tar.gz" download>.tar.gz</a>), and '
+    '<a href="running.html">run it yourself</a>.</p>'
+)
+
+
+def _with_downloads(title_cell: str, notebook: Path) -> str:
+    """The chapter's first markdown cell, with the download links under its title."""
+    lines = title_cell.split("\n")
+    title = next(i for i, line in enumerate(lines) if line.startswith("# "))
+    links = DOWNLOADS.format(notebook=notebook.name, bundle=BUNDLE)
+    return "\n".join([*lines[: title + 1], "", links, *lines[title + 1 :]])
 
 
 def _mermaid_output(source: str) -> nbformat.NotebookNode:
@@ -56,6 +77,8 @@ def for_the_site(
     which raises on exercise metadata that cannot be meant, naming ``notebook``'s cell.
     """
     solutions = {index for e in exercises_of(nb, notebook) for index in e.solutions}
+    first = next(cell for cell in nb.cells if cell.cell_type == "markdown")
+    first.source = _with_downloads(first.source, notebook)
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             # The repository's README is the site's home page.
