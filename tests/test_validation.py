@@ -149,6 +149,7 @@ BAD_CALLS = {
         "backward",
     ),
     "compare": (lambda: ah.profiling.compare({}, X), ValueError, "candidates"),
+    "region_times": (lambda: ah.profiling.region_times(X, ["data"]), TypeError, "profile"),
     "find_nan_origin": (lambda: ah.anomaly.find_nan_origin("loss", X), TypeError, "fn"),
     "explain_inplace_error": (
         lambda: ah.anomaly.explain_inplace_error(None, X),
@@ -194,6 +195,7 @@ EXEMPT = {
     "ProfileReport": "a result type, built by profile_ops",
     "Comparison": "a result type, built by compare",
     "Timing": "a result type, built by compare",
+    "RegionTime": "a result type, built by region_times",
     "PROFILE_COLUMNS": "a constant",
     "MODE_COLUMNS": "a constant",
     "InplaceReport": "a result type, built by explain_inplace_error",
