@@ -11,9 +11,11 @@ TEST_STAMP := $(VENV)/.installed-test
 # Extra pip arguments. On Linux, PyPI's torch is the multi-GB CUDA build; the CPU build is
 # PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu".
 PIP_ARGS ?=
-# pytest: both cores; a file's tests (a notebook's cells, a chapter's answer bank with its one
-# kernel) stay on one worker. Not loadscope: it splits a module at a "::" inside a test id.
-PYTEST_ARGS ?= -n 2 --dist loadfile
+# pytest: three workers on two cores (much of a test is waiting on a kernel, a browser or a
+# server: 430 s against 474 s with two); a file's tests (a notebook's cells, a chapter's
+# answer bank with its one kernel) stay on one worker. Not loadscope: it splits a module at a
+# "::" inside a test id.
+PYTEST_ARGS ?= -n 3 --dist loadfile
 
 # Kernels, the lab server and the tests get their quiet environment from tools/kernels.py.
 
