@@ -9,7 +9,6 @@ repository.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tools.course import REPO
+from tools.site_bundle import write_wheel
 
 PACKAGE = REPO / "autograd_helpers"
 
@@ -31,31 +31,8 @@ def _source_modules() -> set[str]:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy(REPO / name, source / name)
-    shutil.copytree(
-        PACKAGE, source / "autograd_helpers", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-            str(source),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (built,) = out.glob("autograd_helpers-*.whl")
-    return built
+    """The wheel as ``make site`` builds it for download: from a copy of the sources."""
+    return write_wheel(tmp_path_factory.mktemp("wheel"))
 
 
 @pytest.mark.slow

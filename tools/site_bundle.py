@@ -97,7 +97,9 @@ def write_wheel(folder: Path, repo: Path = REPO) -> Path:
         ignore=shutil.ignore_patterns("__pycache__"),
     )
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*command, "-q", "-w", str(folder), str(source)], check=True)
+    subprocess.run(
+        [*command, "-q", "-w", str(folder), str(source)], check=True, capture_output=True
+    )
     shutil.rmtree(source)
     (wheel,) = folder.glob("autograd_helpers-*.whl")
     return wheel
